@@ -1,0 +1,83 @@
+/**
+ * The single place for how codegrep talks to Temporal: address, namespace, task queues, search attributes,
+ * activity timeouts and retry policies. Every value can be overridden by an environment variable so the
+ * same code runs against the embedded dev server, a shared cluster or Temporal Cloud.
+ *
+ * This file is imported by workflow code too, so it must stay free of Node APIs other than the guarded
+ * `process.env` read below (workflows only read the constant parts, never the env-derived ones).
+ */
+
+const env: Record<string, string | undefined> =
+  typeof process !== 'undefined' && process.env ? process.env : {};
+
+function envString(name: string, fallback: string): string {
+  const value = env[name];
+  return value && value.trim() !== '' ? value.trim() : fallback;
+}
+
+function envNumber(name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parsed = Number(raw);
+  if (!Number.isFinite(parsed) || parsed < 0) {
+    throw new Error(`environment variable ${name}="${raw}" is not a non-negative number`);
+  }
+  return parsed;
+}
+
+export const temporalConfig = {
+  address: envString('CODEGREP_TEMPORAL_ADDRESS', 'localhost:7233'),
+  namespace: envString('CODEGREP_NAMESPACE', 'codegrep'),
+  uiPort: envNumber('CODEGREP_UI_PORT', 8233),
+  get uiUrl(): string {
+    return envString('CODEGREP_UI_URL', `http://localhost:${this.uiPort}`);
+  },
+  taskQueues: {
+    cpu: envString('CODEGREP_TASK_QUEUE', 'codegrep'),
+    gpu: envString('CODEGREP_GPU_TASK_QUEUE', 'codegrep-gpu'),
+  },
+  /** Registered by `codegrep server` (and `.ci/run`); all Keyword. */
+  searchAttributes: {
+    run: 'CodegrepRun',
+    stage: 'CodegrepStage',
+    recipe: 'CodegrepRecipe',
+  },
+  worker: {
+    shutdownGraceTimeMs: envNumber('CODEGREP_SHUTDOWN_GRACE_MS', 10_000),
+    maxConcurrentActivities: envNumber('CODEGREP_MAX_ACTIVITIES', 8),
+  },
+} as const;
+
+/** Activity timeouts (milliseconds) per stage. Heartbeat timeouts are what detects a killed worker. */
+export const activityTimeouts = {
+  mine: {
+    startToCloseMs: envNumber('CODEGREP_MINE_TIMEOUT_MS', 2 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_MINE_HEARTBEAT_MS', 60_000),
+  },
+  judge: {
+    startToCloseMs: envNumber('CODEGREP_JUDGE_TIMEOUT_MS', 24 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_JUDGE_HEARTBEAT_MS', 30_000),
+  },
+  weight: {
+    startToCloseMs: envNumber('CODEGREP_WEIGHT_TIMEOUT_MS', 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_WEIGHT_HEARTBEAT_MS', 60_000),
+  },
+  short: {
+    startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),
+  },
+} as const;
+
+/**
+ * Retry policy shared by activities. Errors that cannot succeed on retry (bad input, auth failures) are
+ * thrown as non-retryable ApplicationFailures with one of these types.
+ */
+export const retryPolicy = {
+  initialIntervalMs: envNumber('CODEGREP_RETRY_INITIAL_MS', 1_000),
+  backoffCoefficient: 2,
+  maximumIntervalMs: envNumber('CODEGREP_RETRY_MAX_INTERVAL_MS', 60_000),
+  maximumAttempts: envNumber('CODEGREP_RETRY_MAX_ATTEMPTS', 10),
+  nonRetryableErrorTypes: ['InvalidInput', 'AuthenticationFailed', 'ConfigError'] as string[],
+};
+
+export type TemporalConfig = typeof temporalConfig;
