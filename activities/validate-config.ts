@@ -1,0 +1,38 @@
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
+
+export type ResolvedConfig = PipelineConfig & { runDir: string };
+
+/**
+ * Validates the run config with zod (defaults applied) and resolves every path against the worker's working
+ * directory. Runs as the first activity of every workflow so `temporal workflow start --input-file` gets the
+ * same checks as `codegrep run`; a bad config fails at once (non-retryable) naming each bad field.
+ */
+export async function validateConfig(input: unknown): Promise<ResolvedConfig> {
+  try {
+    return resolveConfig(input, 'workflow input');
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw ApplicationFailure.create({ type: 'ConfigError', message: error.message, nonRetryable: true });
+    }
+    throw error;
+  }
+}
+
+export function resolveConfig(input: unknown, source: string, baseDir = process.cwd()): ResolvedConfig {
+  const parsed = PipelineConfigSchema.safeParse(input);
+  if (!parsed.success) throw new ConfigError(describeConfigIssues(source, parsed.error));
+  const config = parsed.data;
+  const inputs = {
+    trajectories: path.resolve(baseDir, config.inputs.trajectories),
+    instances: path.resolve(baseDir, config.inputs.instances),
+  };
+  for (const [key, file] of Object.entries(inputs)) {
+    if (!existsSync(file)) throw new ConfigError(`invalid config ${source}:\n  inputs.${key}: file ${file} does not exist`);
+    if (!statSync(file).isFile()) throw new ConfigError(`invalid config ${source}:\n  inputs.${key}: ${file} is not a file`);
+  }
+  const dataDir = path.resolve(baseDir, config.dataDir);
+  return { ...config, dataDir, inputs, runDir: path.join(dataDir, config.runId) };
+}

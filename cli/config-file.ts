@@ -1,0 +1,34 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from '../schemas/config';
+
+/**
+ * Reads a run config (YAML or JSON). Relative input paths and dataDir are resolved against the config
+ * file's folder so a config works from any current directory; the workflow gets absolute paths.
+ */
+export function readConfigFile(file: string): Record<string, unknown> {
+  const absolute = path.resolve(file);
+  if (!existsSync(absolute)) throw new ConfigError(`config file ${absolute} does not exist`);
+  const text = readFileSync(absolute, 'utf8');
+  let value: unknown;
+  try {
+    value = /\.json$/i.test(absolute) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`config file ${absolute} is not valid ${/\.json$/i.test(absolute) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigError(`config file ${absolute} must hold one object (mapping), not ${Array.isArray(value) ? 'a list' : typeof value}`);
+  }
+  const config = { ...(value as Record<string, unknown>) };
+  const base = path.dirname(absolute);
+  const inputs = config.inputs;
+  if (typeof inputs === 'object' && inputs !== null && !Array.isArray(inputs)) {
+    config.inputs = Object.fromEntries(
+      Object.entries(inputs).map(([key, entry]) => [key, typeof entry === 'string' ? path.resolve(base, entry) : entry]),
+    );
+  }
+  // An explicit dataDir is relative to the config file; the default `runs/` is relative to where you run.
+  config.dataDir = typeof config.dataDir === 'string' ? path.resolve(base, config.dataDir) : path.resolve('runs');
+  return config;
+}

@@ -1,0 +1,113 @@
+/**
+ * `codegrep`: server | worker | run <config> | status <runId>
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../schemas/config';
+import { temporalConfig } from '../temporal.config';
+import { startDevServer, stopDevServer } from './dev-server';
+import { runCommand } from './run';
+import { statusCommand } from './status';
+
+const usage = `codegrep — CATM label mining, RL retrieval environment and evaluation on Temporal
+
+Usage:
+  codegrep server [start|stop] [--data-dir runs] [--port 7233] [--ui-port 8233]
+      Start (in the background) or stop the embedded Temporal dev server (SQLite state in <data-dir>/temporal.db).
+  codegrep worker
+      Run the CPU worker (task queue ${temporalConfig.taskQueues.cpu}) until Ctrl-C.
+  codegrep run <config.yaml|json> [--run-id ID] [--no-embedded] [--no-worker] [--detach]
+      Start the pipeline on a config, draw progress bars, print the summary. Starts the embedded server and an
+      in-process worker when none is running.
+  codegrep status <runId>
+      Show a run's state, its stages and the Web UI link.
+
+Environment: CODEGREP_TEMPORAL_ADDRESS (${temporalConfig.address}), CODEGREP_NAMESPACE (${temporalConfig.namespace}),
+  CODEGREP_UI_PORT (${temporalConfig.uiPort}), CODEGREP_LLM_API_KEY, and the timeout variables in temporal.config.ts.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'server': {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { 'data-dir': { type: 'string', default: 'runs' }, port: { type: 'string' }, 'ui-port': { type: 'string' } },
+      });
+      const action = positionals[0] ?? 'start';
+      const dataDir = path.resolve(values['data-dir']);
+      if (action === 'stop') {
+        const stopped = await stopDevServer(dataDir);
+        console.log(stopped ? 'codegrep: Temporal dev server stopped' : `codegrep: no server pid file in ${dataDir}`);
+        return 0;
+      }
+      if (action !== 'start') throw new ConfigError(`unknown server action "${action}" (start or stop)`);
+      const server = await startDevServer({
+        dataDir,
+        port: values.port ? Number(values.port) : undefined,
+        uiPort: values['ui-port'] ? Number(values['ui-port']) : undefined,
+      });
+      console.log(
+        server.startedHere
+          ? `codegrep: Temporal dev server at ${server.address}, namespace ${temporalConfig.namespace}, Web UI ${server.uiUrl}, state ${path.join(dataDir, 'temporal.db')}, log ${server.logFile}`
+          : `codegrep: a Temporal server already answers at ${server.address}`,
+      );
+      return 0;
+    }
+    case 'worker': {
+      const { createCpuWorker } = await import('../workers/cpu');
+      const { worker, close } = await createCpuWorker();
+      console.log(`codegrep worker: task queue ${temporalConfig.taskQueues.cpu} on ${temporalConfig.address} (Ctrl-C to stop)`);
+      try {
+        await worker.run();
+      } finally {
+        await close();
+      }
+      return 0;
+    }
+    case 'run': {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: {
+          'run-id': { type: 'string' },
+          'no-embedded': { type: 'boolean', default: false },
+          'no-worker': { type: 'boolean', default: false },
+          detach: { type: 'boolean', default: false },
+        },
+      });
+      const configFile = positionals[0];
+      if (!configFile) throw new ConfigError('codegrep run needs a config file: codegrep run <config.yaml>');
+      return runCommand({
+        configFile,
+        runId: values['run-id'],
+        embedded: !values['no-embedded'],
+        worker: !values['no-worker'],
+        detach: values.detach,
+      });
+    }
+    case 'status': {
+      const runId = rest[0];
+      if (!runId) throw new ConfigError('codegrep status needs a run id: codegrep status <runId>');
+      return statusCommand(runId);
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(usage);
+      return command === undefined ? 2 : 0;
+    default:
+      console.error(`codegrep: unknown command "${command}"\n\n${usage}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof ConfigError) console.error(`codegrep: ${error.message}`);
+    else console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,127 @@
+import path from 'node:path';
+import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { activityTimeouts, temporalConfig } from '../temporal.config';
+import type { PipelineResult } from '../workflows/pipeline';
+import type { WorkflowProgress } from '../schemas/progress';
+import { resolveConfig } from '../activities/validate-config';
+import { readConfigFile } from './config-file';
+import { startDevServer, temporalAnswers } from './dev-server';
+import { ProgressView } from './progress-view';
+import { formatCatmSummary } from './summary-table';
+import { createCpuWorker } from '../workers/cpu';
+
+export interface RunOptions {
+  configFile: string;
+  runId?: string;
+  /** Start the embedded dev server when nothing answers at the address (default true for local addresses). */
+  embedded: boolean;
+  /** Start an in-process worker when no worker polls the task queue (default true). */
+  worker: boolean;
+  /** Return after starting instead of following progress. */
+  detach: boolean;
+}
+
+function isLocal(address: string): boolean {
+  return /^(localhost|127\.0\.0\.1|\[::1\]):\d+$/.test(address);
+}
+
+async function hasPollers(client: Client, taskQueue: string): Promise<boolean> {
+  const response = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: 1, // workflow task queue
+  });
+  return (response.pollers ?? []).length > 0;
+}
+
+export async function runCommand(options: RunOptions): Promise<number> {
+  const raw = readConfigFile(options.configFile);
+  if (options.runId) raw.runId = options.runId;
+  if (raw.runId === undefined) {
+    raw.runId = `${path.basename(options.configFile).replace(/\.(ya?ml|json)$/i, '')}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}`;
+  }
+  raw.temporal = { activityTimeouts };
+  // Validate here too, so a bad config is reported before anything starts.
+  const config = resolveConfig(raw, options.configFile);
+
+  const address = temporalConfig.address;
+  if (!(await temporalAnswers(address, temporalConfig.namespace))) {
+    if (!options.embedded || !isLocal(address)) {
+      console.error(`codegrep: no Temporal server answers at ${address} (namespace ${temporalConfig.namespace}). Start one with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS.`);
+      return 2;
+    }
+    console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(config.dataDir, 'temporal.db')})…`);
+    const server = await startDevServer({ dataDir: config.dataDir, port: Number(address.split(':').pop()) });
+    console.log(`codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`);
+  }
+
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace: temporalConfig.namespace });
+  let inProcessWorker: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
+  let workerRun: Promise<void> | null = null;
+  try {
+    if (options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu))) {
+      console.log('codegrep: no worker polls task queue', temporalConfig.taskQueues.cpu, '— starting one in this process (bundling workflows)…');
+      inProcessWorker = await createCpuWorker();
+      workerRun = inProcessWorker.worker.run();
+    }
+
+    const workflowId = `${config.runId}/pipeline`;
+    const handle = await client.workflow.start('pipeline', {
+      taskQueue: temporalConfig.taskQueues.cpu,
+      workflowId,
+      args: [config],
+      // Re-running a config whose pipeline is still running attaches to it instead of starting a second one.
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      memo: { config: { runId: config.runId, recipe: config.recipe, stages: config.stages, judge: config.judge.mode } },
+      searchAttributes: {
+        [temporalConfig.searchAttributes.run]: [config.runId],
+        [temporalConfig.searchAttributes.recipe]: [config.recipe],
+        [temporalConfig.searchAttributes.stage]: ['starting'],
+      },
+    });
+    const webUi = `${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/workflows/${encodeURIComponent(workflowId)}`;
+    console.log(`codegrep: pipeline ${workflowId} (run ${handle.firstExecutionRunId})\n  Web UI: ${webUi}`);
+    if (options.detach) return 0;
+
+    const view = new ProgressView();
+    const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
+    let result: PipelineResult;
+    try {
+      result = await handle.result();
+    } finally {
+      clearInterval(poll);
+      await drawProgress(client, workflowId, view);
+      view.stop();
+    }
+    console.log(`\ncodegrep: run ${config.runId} completed. Artifacts in ${config.runDir}`);
+    if (result.catm) {
+      console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));
+      console.log(`\n  samples:     ${result.catm.samples.uri} (${result.catm.samples.rows} rows)`);
+      console.log(`  labels:      ${result.catm.labels.uri} (${result.catm.labels.rows} rows)`);
+      console.log(`  judgements:  ${result.catm.judgements.uri} (${result.catm.judgements.rows} rows)`);
+      console.log(`  summary:     ${result.catm.summary.uri}`);
+    }
+    console.log(`\n  Web UI: ${webUi}`);
+    return 0;
+  } finally {
+    if (inProcessWorker) {
+      inProcessWorker.worker.shutdown();
+      await workerRun;
+      await inProcessWorker.close();
+    }
+    await connection.close();
+  }
+}
+
+async function drawProgress(client: Client, workflowId: string, view: ProgressView): Promise<void> {
+  try {
+    const top = await client.workflow.getHandle(workflowId).query<WorkflowProgress>('progress');
+    for (const childId of Object.values(top.children)) {
+      const child = await client.workflow.getHandle(childId).query<WorkflowProgress>('progress');
+      view.update(child, `${child.workflow}/`);
+    }
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) return; // query before the first workflow task: try again later
+  }
+}

@@ -1,0 +1,40 @@
+import type { CatmSummary } from '../schemas/catm';
+
+function table(rows: [string, string][]): string {
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`).join('\n');
+}
+
+function reasons(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).filter(([, n]) => n > 0);
+  return entries.length === 0 ? '0' : entries.map(([reason, n]) => `${reason} ${n}`).join(', ');
+}
+
+const fixed = (value: number | null, digits = 2) => (value === null ? '—' : value.toFixed(digits));
+
+/** The CATM stage summary (CodeGrep §3.4, Table 5 layout) as text for the terminal. */
+export function formatCatmSummary(summary: CatmSummary): string {
+  const { mining, judge, weighting } = summary;
+  return table([
+    ['trajectories read', String(mining.rowsRead)],
+    ['rows skipped', reasons(mining.rowsSkipped)],
+    ['view calls', String(mining.viewCalls)],
+    ['views skipped', reasons(mining.viewsSkipped)],
+    ['views mined', String(mining.viewsMined)],
+    ['candidates (trajectory, file)', String(mining.candidates)],
+    [`after ${mining.minReasoningTokens}-token filter`, String(mining.candidatesAfterTokenFilter)],
+    ['judge mode', judge.mode === 'none' ? 'none (offline: every candidate kept, verdict skipped)' : 'llm'],
+    ['RELEVANT', String(judge.relevant)],
+    ['NOT_RELEVANT', String(judge.notRelevant)],
+    ['defaulted (kept)', String(judge.defaulted)],
+    ['skipped (kept)', String(judge.skipped)],
+    ['judge errors (defaulted)', String(judge.errors)],
+    ['resumed from shards', String(judge.resumed)],
+    ['β (median tokens)', fixed(weighting.beta, 1)],
+    ['µraw', fixed(weighting.muRaw, 4)],
+    ['retained (w ≥ 0.15)', `${weighting.retained} of ${weighting.weighted} (${fixed(weighting.retentionPct, 1)}%)`],
+    ['instances read', String(weighting.instancesRead)],
+    ['instances skipped', reasons(weighting.instancesSkipped)],
+    ['samples written', `${weighting.samplesWritten} (${weighting.samplesWithCatm} with CATM labels)`],
+  ]);
+}

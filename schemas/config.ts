@@ -1,0 +1,83 @@
+import { z } from 'zod';
+
+/**
+ * The one JSON object a `pipeline` (or `catm`) workflow takes, so
+ * `temporal workflow start --type pipeline --task-queue codegrep --input-file cfg.json` works.
+ * Paths are resolved by the activities relative to the worker's working directory (the project root when
+ * started with `npm run worker`); `codegrep run` turns them into absolute paths before starting.
+ */
+
+const safeId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'use letters, digits, ".", "_" and "-" (max 100), starting with a letter or digit');
+
+export const JudgeConfigSchema = z
+  .object({
+    /** `llm`: ask an OpenAI-compatible endpoint; `none`: keep every candidate, verdict `skipped` (offline mode). */
+    mode: z.enum(['llm', 'none']).default('none'),
+    baseUrl: z.string().url().optional(),
+    model: z.string().min(1).optional(),
+    /** Name of the environment variable that holds the API key (the key itself never enters workflow history). */
+    apiKeyEnv: z.string().default('CODEGREP_LLM_API_KEY'),
+    concurrency: z.number().int().min(1).max(256).default(16),
+    timeoutMs: z.number().int().min(100).default(60_000),
+    maxAttempts: z.number().int().min(1).max(20).default(6),
+  })
+  .superRefine((judge, ctx) => {
+    if (judge.mode === 'llm') {
+      if (!judge.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: 'required when judge.mode is "llm"' });
+      if (!judge.model) ctx.addIssue({ code: 'custom', path: ['model'], message: 'required when judge.mode is "llm"' });
+    }
+  });
+export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
+
+export const CatmConfigSchema = z.object({
+  runId: safeId,
+  /** Where run artifacts go: `<dataDir>/<runId>/...`. */
+  dataDir: z.string().min(1).default('runs'),
+  recipe: z.string().min(1).default('codegrep-v3'),
+  inputs: z.object({
+    /** Trajectory rows, JSONL or Parquet (layout in data/README.md). */
+    trajectories: z.string().min(1),
+    /** SWE-bench-style instances (instance_id, repo, base_commit, problem_statement, patch), JSONL or Parquet. */
+    instances: z.string().min(1),
+  }),
+  /** Activity timeout overrides (ms), filled in by `codegrep run` from temporal.config.ts and its env vars. */
+  temporal: z
+    .object({
+      activityTimeouts: z
+        .record(z.string(), z.object({ startToCloseMs: z.number().int().positive().optional(), heartbeatMs: z.number().int().positive().optional() }))
+        .default({}),
+    })
+    .default({ activityTimeouts: {} }),
+  judge: JudgeConfigSchema.default({ mode: 'none', apiKeyEnv: 'CODEGREP_LLM_API_KEY', concurrency: 16, timeoutMs: 60_000, maxAttempts: 6 }),
+});
+export type CatmConfig = z.infer<typeof CatmConfigSchema>;
+
+export const PipelineStageSchema = z.enum(['catm']);
+export type PipelineStage = z.infer<typeof PipelineStageSchema>;
+
+export const PipelineConfigSchema = CatmConfigSchema.extend({
+  stages: z.array(PipelineStageSchema).min(1).default(['catm']),
+});
+export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
+export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;
+
+/** Formats zod issues as `field.path: what is wrong` lines, naming the source (file) of the config. */
+export function describeConfigIssues(source: string, error: z.ZodError): string {
+  const lines = error.issues.map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+    return `  ${where}: ${issue.message}`;
+  });
+  return `invalid config ${source}:\n${lines.join('\n')}`;
+}
+
+export function parsePipelineConfig(source: string, value: unknown): PipelineConfig {
+  const parsed = PipelineConfigSchema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(describeConfigIssues(source, parsed.error));
+  return parsed.data;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job on the bundled sample: sets up what is missing, starts the embedded Temporal dev server and a
+# worker, and runs the pipeline on data/sample/pipeline.yaml with progress bars and a summary.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/setup.sh
+exec bin/codegrep run data/sample/pipeline.yaml "$@"

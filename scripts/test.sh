@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Everything a user needs to trust the project: type check, unit tests, integration tests against a real
+# Temporal dev server (started by vitest globalSetup), and the trainer's pytest suite.
+# Ends with one line `N passed, N failed`.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/setup.sh || exit 1
+results="$(mktemp -d)"
+status=0
+
+echo "== type check"
+npx tsc -p tsconfig.json || status=1
+
+echo "== unit tests"
+npx vitest run --reporter=default --reporter=json --outputFile="$results/unit.json" || status=1
+
+echo "== integration tests (real Temporal dev server)"
+npx vitest run -c vitest.integration.config.ts --reporter=default --reporter=json --outputFile="$results/integration.json" || status=1
+
+if [[ -d trainer/tests ]]; then
+  echo "== trainer tests (pytest)"
+  .venv/bin/python -m pytest -q trainer/tests --junitxml="$results/pytest.xml" || status=1
+fi
+
+node -e '
+const fs = require("fs"); const dir = process.argv[1];
+let passed = 0, failed = 0, skipped = 0;
+for (const f of ["unit.json", "integration.json"]) {
+  const p = dir + "/" + f; if (!fs.existsSync(p)) { failed += 1; console.log(`(no ${f}: that suite did not run)`); continue; }
+  const r = JSON.parse(fs.readFileSync(p, "utf8"));
+  passed += r.numPassedTests; failed += r.numFailedTests + (r.numRuntimeErrorTestSuites || 0); skipped += r.numPendingTests + (r.numTodoTests || 0);
+}
+const x = dir + "/pytest.xml";
+if (fs.existsSync(x)) {
+  const head = fs.readFileSync(x, "utf8").match(/<testsuite [^>]*>/);
+  const attr = (n) => Number((head && head[0].match(new RegExp(n + "=\"(\\d+)\"")) || [0, 0])[1]);
+  const t = attr("tests"), f = attr("failures") + attr("errors"), s = attr("skipped");
+  passed += t - f - s; failed += f; skipped += s;
+}
+console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
+' "$results"
+exit $status

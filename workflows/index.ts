@@ -1,0 +1,3 @@
+// The workflow bundle entry: every workflow type the CPU worker serves.
+export { catm } from './catm';
+export { pipeline } from './pipeline';
