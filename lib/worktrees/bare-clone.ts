@@ -1,0 +1,196 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { RepoSource } from '../../schemas/worktrees';
+import { WorktreeError } from './errors';
+import { git, lastLines, runGit } from './git';
+import { CLONE_MARKER, bareRepoPath, cloneTempPrefix, repoLockPath } from './layout';
+import { withRepoLock, type LockOptions } from './repo-lock';
+import { parseCommit, parseRepoName, type RepoName } from './repo-name';
+import { looksUnreachable, parseRepoSource, resolveRemote, unreachableHint } from './repo-source';
+
+/** The one-time network step is bounded by 600 s (App. A.2); so is each later fetch. */
+export const CLONE_TIMEOUT_MS = 600_000;
+/** Local git commands (worktree add/list, status, cat-file). */
+export const LOCAL_GIT_TIMEOUT_MS = 300_000;
+
+export interface GitTimeouts {
+  cloneTimeoutMs?: number;
+  gitTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface BareCloneResult {
+  repo: string;
+  path: string;
+  status: 'cloned' | 'existing' | 'recloned';
+  ms: number;
+}
+
+/**
+ * One `git clone --bare` per repository, made atomically: clone into a temp dir, mark it complete, rename it
+ * into place. A bare dir without the completion marker (made by a killed run or another tool) is removed and
+ * cloned again; leftover temp clones are removed. Takes the repository's lock.
+ */
+export async function ensureBareClone(
+  repo: string,
+  source: RepoSource,
+  cacheDir: string,
+  opts: GitTimeouts & { lock?: LockOptions } = {},
+): Promise<BareCloneResult> {
+  const name = parseRepoName(repo);
+  const src = parseRepoSource(source);
+  return withRepoLock(repoLockPath(cacheDir, name), () => ensureBareCloneLocked(name, src, cacheDir, opts), {
+    ...opts.lock,
+    signal: opts.signal,
+  });
+}
+
+/** Caller holds the repository lock. */
+export async function ensureBareCloneLocked(
+  repo: RepoName,
+  source: RepoSource,
+  cacheDir: string,
+  opts: GitTimeouts,
+): Promise<BareCloneResult> {
+  const started = performance.now();
+  const root = path.resolve(cacheDir);
+  const bare = bareRepoPath(root, repo);
+  await fs.mkdir(root, { recursive: true });
+  await removeTempClones(root, repo);
+
+  const state = await bareState(bare, opts);
+  if (state === 'complete') return { repo: repo.repo, path: bare, status: 'existing', ms: performance.now() - started };
+  if (state === 'half-made') await fs.rm(bare, { recursive: true, force: true });
+
+  const remote = await resolveRemote(repo, source);
+  const tmp = path.join(root, `${cloneTempPrefix(repo)}${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    const r = await runGit(['clone', '--bare', '--quiet', '--', remote.url, tmp], {
+      cwd: root,
+      timeoutMs: opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS,
+      signal: opts.signal,
+    }).catch((e: unknown) => {
+      if (e instanceof WorktreeError && e.code === 'git-timeout') {
+        throw new WorktreeError(
+          'git-timeout',
+          `git clone --bare of ${repo.repo} from ${remote.url} timed out after ${opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS} ms`,
+          { retryable: true, repo: repo.repo, cause: e },
+        );
+      }
+      throw e;
+    });
+    if (r.code !== 0) {
+      const why = lastLines(r.stderr);
+      if (looksUnreachable(r.stderr)) {
+        throw new WorktreeError(
+          'repo-unreachable',
+          `cannot clone ${repo.repo} from ${remote.url}: ${why}; ${unreachableHint(repo)}`,
+          { retryable: false, repo: repo.repo },
+        );
+      }
+      throw new WorktreeError('git-failed', `git clone --bare of ${repo.repo} from ${remote.url} failed: ${why}`, {
+        retryable: true,
+        repo: repo.repo,
+      });
+    }
+    // A bare clone has no fetch refspec; give it one so `fetch --all` brings new branches (a mirror of heads).
+    await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], localOpts(tmp, opts, repo));
+    await fs.writeFile(
+      path.join(tmp, CLONE_MARKER),
+      JSON.stringify({ repo: repo.repo, url: remote.url, clonedAt: new Date().toISOString() }) + '\n',
+    );
+    await fs.rename(tmp, bare);
+  } finally {
+    await fs.rm(tmp, { recursive: true, force: true });
+  }
+  return {
+    repo: repo.repo,
+    path: bare,
+    status: state === 'half-made' ? 'recloned' : 'cloned',
+    ms: performance.now() - started,
+  };
+}
+
+async function bareState(bare: string, opts: GitTimeouts): Promise<'absent' | 'complete' | 'half-made'> {
+  try {
+    await fs.lstat(bare);
+  } catch {
+    return 'absent';
+  }
+  try {
+    await fs.access(path.join(bare, CLONE_MARKER));
+  } catch {
+    return 'half-made';
+  }
+  const r = await runGit(['rev-parse', '--is-bare-repository'], { cwd: bare, timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS, signal: opts.signal });
+  return r.code === 0 && r.stdout.trim() === 'true' ? 'complete' : 'half-made';
+}
+
+async function removeTempClones(root: string, repo: RepoName): Promise<void> {
+  const prefix = cloneTempPrefix(repo);
+  for (const entry of await fs.readdir(root)) {
+    if (entry.startsWith(prefix)) await fs.rm(path.join(root, entry), { recursive: true, force: true });
+  }
+}
+
+export type CommitSource = 'present' | 'fetched-commit' | 'fetched-all';
+
+/**
+ * Makes sure `<commit>^{commit}` exists in the bare clone: `git cat-file -e` first, then `fetch <commit>`,
+ * then `fetch --all --tags` for servers that refuse unadvertised objects (App. A.2). Returns how it was
+ * found. Caller holds the repository lock.
+ */
+export async function ensureCommitLocked(
+  repo: RepoName,
+  commit: string,
+  bare: string,
+  source: RepoSource,
+  opts: GitTimeouts,
+): Promise<CommitSource> {
+  const sha = parseCommit(commit, repo.repo);
+  const local = localOpts(bare, opts, repo);
+  if (await hasCommit(sha, local)) return 'present';
+
+  const remote = await resolveRemote(repo, source);
+  const configured = await runGit(['config', '--get', 'remote.origin.url'], local);
+  if (configured.stdout.trim() !== remote.url) await git(['config', 'remote.origin.url', remote.url], local);
+
+  const network = { cwd: bare, timeoutMs: opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS, signal: opts.signal };
+  const byCommit = await runGit(['fetch', '--quiet', 'origin', sha], network);
+  if (byCommit.code === 0 && (await hasCommit(sha, local))) return 'fetched-commit';
+  if (byCommit.code !== 0 && looksUnreachable(byCommit.stderr)) {
+    throw new WorktreeError(
+      'repo-unreachable',
+      `commit ${sha} is not in the local clone of ${repo.repo} and ${remote.url} cannot be reached: ${lastLines(byCommit.stderr)}; ${unreachableHint(repo)}`,
+      { retryable: false, repo: repo.repo, commit: sha },
+    );
+  }
+
+  await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], local);
+  const all = await runGit(['fetch', '--quiet', '--all', '--tags'], network);
+  if (await hasCommit(sha, local)) return 'fetched-all';
+  if (all.code !== 0 && looksUnreachable(all.stderr)) {
+    throw new WorktreeError(
+      'repo-unreachable',
+      `commit ${sha} is not in the local clone of ${repo.repo} and ${remote.url} cannot be reached: ${lastLines(all.stderr)}; ${unreachableHint(repo)}`,
+      { retryable: false, repo: repo.repo, commit: sha },
+    );
+  }
+  throw new WorktreeError(
+    'commit-missing',
+    `commit ${sha} not found in ${repo.repo} (${remote.url}), neither by \`fetch ${sha}\` ` +
+      `(${byCommit.code === 0 ? 'fetched, but no such commit' : lastLines(byCommit.stderr, 2)}) nor by \`fetch --all --tags\`` +
+      `${all.code === 0 ? '' : ` (${lastLines(all.stderr, 2)})`}`,
+    { retryable: false, repo: repo.repo, commit: sha },
+  );
+}
+
+async function hasCommit(sha: string, local: ReturnType<typeof localOpts>): Promise<boolean> {
+  const r = await runGit(['cat-file', '-e', `${sha}^{commit}`], local);
+  return r.code === 0;
+}
+
+export function localOpts(cwd: string, opts: GitTimeouts, repo: RepoName) {
+  return { cwd, timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS, signal: opts.signal, repo: repo.repo };
+}

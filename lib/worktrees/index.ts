@@ -1,0 +1,10 @@
+export { ensureBareClone, CLONE_TIMEOUT_MS, type BareCloneResult, type CommitSource } from './bare-clone';
+export { diskSummary, type DiskSummary, type RepoDisk } from './disk-summary';
+export { diskUsage } from './disk-usage';
+export { WorktreeError, isWorktreeError, type WorktreeErrorCode } from './errors';
+export { bareRepoPath, worktreePath } from './layout';
+export { materializeAll, type MaterializeOptions, type MaterializeProgress } from './materialize';
+export { pruneWorktrees, type PruneOptions, type PruneResult } from './prune';
+export { parseCommit, parseRepoName, repoFromSlug, worktreeKey, type RepoName } from './repo-name';
+export { mirrorCandidates, parseRepoSource } from './repo-source';
+export { ensureWorktree, type EnsuredWorktree, type WorktreeOptions } from './worktree';
