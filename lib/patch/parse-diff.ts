@@ -257,6 +257,15 @@ function changedRanges(hunk: Hunk): LineRange[] {
   return ranges;
 }
 
+/** Whole-hunk and changed-line pre-image ranges of a file's hunks (none for an added file). */
+export function preImageRanges(
+  status: FileStatus,
+  hunks: Hunk[],
+): { hunkRanges: LineRange[]; preImageChangedRanges: LineRange[] } {
+  if (status === 'added') return { hunkRanges: [], preImageChangedRanges: [] };
+  return { hunkRanges: hunks.map(hunkRange), preImageChangedRanges: mergeRanges(hunks.flatMap(changedRanges)) };
+}
+
 function finishSection(section: Section, endLine: number): FilePatch {
   const where = `file section starting at line ${section.startLine}`;
   if ((section.renameFrom === null) !== (section.renameTo === null)) {
@@ -288,8 +297,7 @@ function finishSection(section: Section, endLine: number): FilePatch {
   if (path === null || path.length === 0) {
     throw new PatchParseError(section.startLine, `${where}: cannot determine the file path from its headers`);
   }
-  const hunkRanges = status === 'added' ? [] : section.hunks.map(hunkRange);
-  const preImageChangedRanges = status === 'added' ? [] : mergeRanges(section.hunks.flatMap(changedRanges));
+  const { hunkRanges, preImageChangedRanges } = preImageRanges(status, section.hunks);
   return {
     path,
     oldPath,
