@@ -1,0 +1,178 @@
+import { parseInstanceRecord, type InstanceRow } from '../../schemas/instances';
+import type { RowRecord } from '../../schemas/rows';
+import {
+  INSTANCE_SKIP_REASONS,
+  type CatmFile,
+  type CatmLabel,
+  type InstanceSkipReason,
+  type Sample,
+  type SamplesSummary,
+} from '../../schemas/samples';
+import { normalizeRepoPath } from '../paths/normalize';
+import { goldFilesFromPatch } from '../patch/parse-diff';
+
+const MAX_EXAMPLES = 50;
+
+/**
+ * G(x) = Gpatch(x) ∪ {f ∈ L(x) : w_f ≥ 0.15} (CodeGrep §3.4, "Ground truth structure"): gold files first, in
+ * patch order, then the CATM files not already there, in the given order. No path appears twice.
+ */
+export function mergeTargetFiles(goldFiles: readonly string[], catmFiles: readonly Pick<CatmFile, 'path'>[]): string[] {
+  return [...new Set([...goldFiles, ...catmFiles.map((f) => f.path)])];
+}
+
+type IndexedLabel = CatmFile & { repo: string };
+
+/**
+ * The retained labels of every instance, in memory: they are few (one entry per retained (trajectory, path)),
+ * unlike the instance rows, which are streamed.
+ */
+export class RetainedLabelIndex {
+  readonly byInstance = new Map<string, IndexedLabel[]>();
+  labelsRead = 0;
+  labelsRetained = 0;
+
+  add(label: CatmLabel): void {
+    this.labelsRead++;
+    if (!label.retained) return;
+    this.labelsRetained++;
+    const entry: IndexedLabel = {
+      path: normalizeRepoPath(label.path),
+      weight: label.weight,
+      trajectoryId: label.trajectoryId,
+      postReasoningTokens: label.postReasoningTokens,
+      verdict: label.verdict,
+      repo: label.repo,
+    };
+    const list = this.byInstance.get(label.instanceId);
+    if (list === undefined) this.byInstance.set(label.instanceId, [entry]);
+    else list.push(entry);
+  }
+}
+
+export async function indexRetainedLabels(labels: Iterable<CatmLabel> | AsyncIterable<CatmLabel>): Promise<RetainedLabelIndex> {
+  const index = new RetainedLabelIndex();
+  for await (const label of labels) index.add(label);
+  return index;
+}
+
+/**
+ * One catmFiles entry per path: the label with the highest weight over the instance's trajectories (ties:
+ * the first seen). Sorted by weight descending, then path, so the order is stable across runs.
+ */
+function strongestPerPath(labels: readonly IndexedLabel[]): CatmFile[] {
+  const best = new Map<string, IndexedLabel>();
+  for (const label of labels) {
+    const current = best.get(label.path);
+    if (current === undefined || label.weight > current.weight) best.set(label.path, label);
+  }
+  return [...best.values()]
+    .sort((a, b) => b.weight - a.weight || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+    .map(({ path, weight, trajectoryId, postReasoningTokens, verdict }) => ({ path, weight, trajectoryId, postReasoningTokens, verdict }));
+}
+
+export type SamplesRun = {
+  /** One sample per good instance row, in input order. */
+  samples: AsyncGenerator<Sample, void, undefined>;
+  /** Counts so far; final (labelsWithoutInstance included) once `samples` is exhausted. */
+  summary(): SamplesSummary;
+};
+
+/**
+ * Streams instance rows into samples. An instance with no retained label keeps its gold-only target set. A bad
+ * instance row (bad column, unparseable patch, repeated id) is counted and skipped; the others go on.
+ */
+export function buildSamples(
+  instances: AsyncIterable<RowRecord>,
+  labels: RetainedLabelIndex,
+  opts: { source?: string } = {},
+): SamplesRun {
+  const source = opts.source ?? 'instances';
+  const skipped = Object.fromEntries(INSTANCE_SKIP_REASONS.map((r) => [r, 0])) as Record<InstanceSkipReason, number>;
+  const examples: SamplesSummary['examples'] = [];
+  const sampled = new Set<string>();
+  const counts = { instancesRead: 0, samplesWritten: 0, samplesWithCatm: 0, catmOnlyTargets: 0, labelsUsed: 0, labelsRepoMismatch: 0 };
+  let labelsWithoutInstance = 0;
+  let finished = false;
+
+  const note = (ordinal: number | null, reason: string, detail: string): void => {
+    if (examples.length < MAX_EXAMPLES) examples.push({ ordinal, reason, detail });
+  };
+  const skip = (reason: InstanceSkipReason, ordinal: number, detail: string): void => {
+    skipped[reason]++;
+    note(ordinal, reason, detail);
+  };
+
+  function toSample(instance: InstanceRow, goldFiles: string[]): Sample {
+    const own = labels.byInstance.get(instance.instance_id) ?? [];
+    const sameRepo = own.filter((l) => l.repo === instance.repo);
+    if (sameRepo.length < own.length) {
+      counts.labelsRepoMismatch += own.length - sameRepo.length;
+      note(null, 'labelRepoMismatch', `${own.length - sameRepo.length} label(s) of ${instance.instance_id} name another repo than ${instance.repo}`);
+    }
+    counts.labelsUsed += sameRepo.length;
+    const catmFiles = strongestPerPath(sameRepo);
+    const targetFiles = mergeTargetFiles(goldFiles, catmFiles);
+    if (catmFiles.length > 0) counts.samplesWithCatm++;
+    counts.catmOnlyTargets += targetFiles.length - goldFiles.length;
+    return {
+      instanceId: instance.instance_id,
+      repo: instance.repo,
+      baseCommit: instance.base_commit,
+      problemStatement: instance.problem_statement,
+      goldFiles,
+      catmFiles,
+      targetFiles,
+    };
+  }
+
+  async function* samples(): AsyncGenerator<Sample, void, undefined> {
+    for await (const record of instances) {
+      counts.instancesRead++;
+      const parsed = parseInstanceRecord(record, source);
+      if (!parsed.ok) {
+        skip(parsed.field === null ? 'malformedRow' : `missingOrInvalid:${parsed.field}`, parsed.ordinal, parsed.message);
+        continue;
+      }
+      const { instance } = parsed;
+      if (sampled.has(instance.instance_id)) {
+        skip('duplicateInstanceId', record.ordinal, `${source} row ${record.ordinal}: instance ${instance.instance_id} already has a sample; the first usable row is kept`);
+        continue;
+      }
+      let goldFiles: string[];
+      try {
+        goldFiles = goldFilesFromPatch(instance.patch);
+      } catch (err) {
+        skip('unparseablePatch', record.ordinal, `${source} row ${record.ordinal} (${instance.instance_id}): column patch: ${(err as Error).message}`);
+        continue;
+      }
+      counts.samplesWritten++;
+      sampled.add(instance.instance_id);
+      yield toSample(instance, goldFiles);
+    }
+    for (const [instanceId, list] of labels.byInstance) {
+      if (sampled.has(instanceId)) continue;
+      labelsWithoutInstance += list.length;
+      note(null, 'labelWithoutInstance', `${list.length} retained label(s) of ${instanceId}, which is not a usable row of ${source}`);
+    }
+    finished = true;
+  }
+
+  return {
+    samples: samples(),
+    summary: () => ({
+      instancesRead: counts.instancesRead,
+      instancesSkipped: { ...skipped },
+      samplesWritten: counts.samplesWritten,
+      samplesWithCatm: counts.samplesWithCatm,
+      catmOnlyTargets: counts.catmOnlyTargets,
+      labelsRead: labels.labelsRead,
+      labelsRetained: labels.labelsRetained,
+      labelsNotRetained: labels.labelsRead - labels.labelsRetained,
+      labelsUsed: counts.labelsUsed,
+      labelsRepoMismatch: counts.labelsRepoMismatch,
+      labelsWithoutInstance: finished ? labelsWithoutInstance : 0,
+      examples: examples.map((e) => ({ ...e })),
+    }),
+  };
+}
