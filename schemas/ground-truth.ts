@@ -1,0 +1,103 @@
+import { Field, List, Struct, Utf8, Int32, type DataType } from 'apache-arrow';
+import { z } from 'zod';
+
+/**
+ * Ground truth derived from a gold patch (SPEC §5 "Ground truth from patches"; CodeScout §3.1). These are the
+ * columns a samples artifact gains; bump the version whenever a column or its meaning changes.
+ */
+export const GROUND_TRUTH_SCHEMA_VERSION = 1;
+
+export const GoldLineRangeSchema = z
+  .object({
+    path: z.string().min(1),
+    start: z.number().int().positive(),
+    end: z.number().int().positive(),
+  })
+  .refine((r) => r.end >= r.start, { message: 'line range end must be >= start' });
+export type GoldLineRange = z.infer<typeof GoldLineRangeSchema>;
+
+export const PreImageErrorSchema = z.object({ path: z.string().min(1), message: z.string().min(1) });
+export type PreImageError = z.infer<typeof PreImageErrorSchema>;
+
+export const GroundTruthSchema = z.object({
+  /** Changed files, repo-relative, patch order; renames by pre-image path, added/copied files by new path. */
+  files: z.array(z.string().min(1)),
+  /** Whole-hunk pre-image ranges (context included), 1-based inclusive: CodeGrep's gold line ranges. */
+  lineRanges: z.array(GoldLineRangeSchema),
+  /** Pre-image lines actually removed/replaced (pure insertions by git's anchor line), merged. */
+  changedLineRanges: z.array(GoldLineRangeSchema),
+  /** `file.py:Class` (CodeScout modules). */
+  modules: z.array(z.string().min(1)),
+  /** `file.py:Class.method` / `file.py:func` (CodeScout functions). */
+  functions: z.array(z.string().min(1)),
+  /** Files the patch creates (added or copied): no agent can name them from the pre-image. */
+  newFiles: z.array(z.string().min(1)),
+  deletedFiles: z.array(z.string().min(1)),
+  /** Files whose pre-image was missing or did not match the patch: header ranges kept, no entities derived. */
+  preImageErrors: z.array(PreImageErrorSchema),
+});
+export type GroundTruth = z.infer<typeof GroundTruthSchema>;
+
+const utf8List = () => new List(new Field('item', new Utf8(), false));
+const structList = (fields: Field[]) => new List(new Field('item', new Struct(fields), false));
+const rangeStruct = () => [
+  new Field('path', new Utf8(), false),
+  new Field('start', new Int32(), false),
+  new Field('end', new Int32(), false),
+];
+
+/** Arrow column name for each ground-truth field, as the samples artifact stores them. */
+export const GROUND_TRUTH_COLUMNS = {
+  files: 'gold_files',
+  lineRanges: 'gold_line_ranges',
+  changedLineRanges: 'gold_changed_line_ranges',
+  modules: 'gold_modules',
+  functions: 'gold_functions',
+  newFiles: 'gold_new_files',
+  deletedFiles: 'gold_deleted_files',
+  preImageErrors: 'gold_pre_image_errors',
+} as const satisfies Record<keyof GroundTruth, string>;
+
+/** Arrow fields for the ground-truth columns (all non-null lists; empty list when nothing applies). */
+export function groundTruthArrowFields(): Field[] {
+  const types: Record<keyof GroundTruth, DataType> = {
+    files: utf8List(),
+    lineRanges: structList(rangeStruct()),
+    changedLineRanges: structList(rangeStruct()),
+    modules: utf8List(),
+    functions: utf8List(),
+    newFiles: utf8List(),
+    deletedFiles: utf8List(),
+    preImageErrors: structList([new Field('path', new Utf8(), false), new Field('message', new Utf8(), false)]),
+  };
+  return (Object.keys(GROUND_TRUTH_COLUMNS) as (keyof GroundTruth)[]).map(
+    (key) => new Field(GROUND_TRUTH_COLUMNS[key], types[key], false),
+  );
+}
+
+export type GroundTruthColumns = { [K in keyof GroundTruth as (typeof GROUND_TRUTH_COLUMNS)[K]]: GroundTruth[K] };
+
+/** One row's ground-truth columns, keyed by Arrow column name. */
+export function groundTruthToColumns(truth: GroundTruth): GroundTruthColumns {
+  const row = {} as Record<string, unknown>;
+  for (const key of Object.keys(GROUND_TRUTH_COLUMNS) as (keyof GroundTruth)[]) row[GROUND_TRUTH_COLUMNS[key]] = truth[key];
+  return row as GroundTruthColumns;
+}
+
+/** Ground truth from a plain row keyed by Arrow column name (as lib/artifacts' Parquet readers return rows). */
+export function groundTruthFromColumns(row: Record<string, unknown>): GroundTruth {
+  const truth = {} as Record<string, unknown>;
+  for (const key of Object.keys(GROUND_TRUTH_COLUMNS) as (keyof GroundTruth)[]) {
+    const column = GROUND_TRUTH_COLUMNS[key];
+    if (!(column in row)) throw new Error(`ground-truth row is missing column ${column}`);
+    truth[key] = row[column];
+  }
+  const parsed = GroundTruthSchema.safeParse(truth);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const [key, ...rest] = issue.path;
+    const column = GROUND_TRUTH_COLUMNS[key as keyof GroundTruth] ?? String(key);
+    throw new Error(`ground-truth column ${[column, ...rest].join('.')}: ${issue.message}`);
+  }
+  return parsed.data;
+}
