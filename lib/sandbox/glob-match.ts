@@ -1,0 +1,173 @@
+/**
+ * Glob matching with ripgrep's `--glob` semantics (gitignore style), for the GNU grep / find fallback, so
+ * both engines answer the same glob the same way:
+ * - a pattern with no '/' (other than a trailing one) matches the file name at any depth ('*.py');
+ *   one with a '/' is anchored at the repository root ('src/*.py', '/setup.py');
+ * - '*' and '?' never cross '/'; '**' spans directories ('src/**', '**' + '/test_*.py');
+ * - '[a-z]', '[!x]' / '[^x]' classes; '{py,pyi}' alternatives; '\' escapes one character;
+ * - a trailing '/' matches directories only, so it selects no file by itself;
+ * - a leading '!' excludes: the file is dropped when the pattern matches it or any directory above it.
+ */
+export interface CompiledGlob {
+  negated: boolean;
+  /** True when the pattern selects `relativePath` (for a negated glob: would exclude it). */
+  matches(relativePath: string): boolean;
+}
+
+export type GlobCompileResult = { ok: true; glob: CompiledGlob } | { ok: false; message: string };
+
+const REGEX_SPECIAL = /[.+^$(){}|\\[\]*?]/g;
+
+function escapeRegex(text: string): string {
+  return text.replace(REGEX_SPECIAL, '\\$&');
+}
+
+function translate(body: string, pattern: string): { ok: true; source: string } | { ok: false; message: string } {
+  let out = '';
+  let inBraces = false;
+  let i = 0;
+  while (i < body.length) {
+    const c = body[i]!;
+    if (c === '\\') {
+      if (i + 1 >= body.length) return { ok: false, message: `glob ${JSON.stringify(pattern)} ends with a lone '\\'` };
+      out += escapeRegex(body[i + 1]!);
+      i += 2;
+      continue;
+    }
+    if (c === '*') {
+      if (body[i + 1] === '*') {
+        const atStart = i === 0 || body[i - 1] === '/';
+        const atEnd = i + 2 === body.length || body[i + 2] === '/';
+        if (atStart && atEnd) {
+          if (i + 2 === body.length) out += '.*';
+          else {
+            out += '(?:.*/)?';
+            i += 1; // swallow the '/' after '**'
+          }
+          i += 2;
+          continue;
+        }
+        out += '[^/]*';
+        i += 2;
+        continue;
+      }
+      out += '[^/]*';
+      i += 1;
+      continue;
+    }
+    if (c === '?') {
+      out += '[^/]';
+      i += 1;
+      continue;
+    }
+    if (c === '[') {
+      let j = i + 1;
+      let negate = false;
+      if (body[j] === '!' || body[j] === '^') {
+        negate = true;
+        j += 1;
+      }
+      let cls = '';
+      let first = true;
+      while (j < body.length && (body[j] !== ']' || first)) {
+        const ch = body[j]!;
+        if (ch === '-' && !first && j + 1 < body.length && body[j + 1] !== ']') cls += '-';
+        else cls += ch === '\\' || ch === ']' || ch === '[' || ch === '^' || ch === '-' ? `\\${ch}` : ch;
+        first = false;
+        j += 1;
+      }
+      if (j >= body.length) {
+        return { ok: false, message: `glob ${JSON.stringify(pattern)} has an unclosed character class '['` };
+      }
+      out += negate ? `[^/${cls}]` : `[${cls}]`;
+      i = j + 1;
+      continue;
+    }
+    if (c === '{') {
+      if (inBraces) return { ok: false, message: `glob ${JSON.stringify(pattern)} nests '{' alternatives, which is not supported` };
+      inBraces = true;
+      out += '(?:';
+      i += 1;
+      continue;
+    }
+    if (c === ',' && inBraces) {
+      out += '|';
+      i += 1;
+      continue;
+    }
+    if (c === '}' && inBraces) {
+      inBraces = false;
+      out += ')';
+      i += 1;
+      continue;
+    }
+    out += escapeRegex(c);
+    i += 1;
+  }
+  if (inBraces) return { ok: false, message: `glob ${JSON.stringify(pattern)} has an unclosed '{' alternative group` };
+  return { ok: true, source: out };
+}
+
+export function compileGlob(pattern: string): GlobCompileResult {
+  if (pattern.length === 0) return { ok: false, message: 'glob is empty' };
+  if (pattern.includes('\0')) return { ok: false, message: 'glob contains a NUL byte' };
+  let body = pattern;
+  const negated = body.startsWith('!');
+  if (negated) body = body.slice(1);
+  const dirOnly = body.endsWith('/');
+  body = body.replace(/\/+$/, '');
+  let anchored = false;
+  if (body.startsWith('/')) {
+    anchored = true;
+    body = body.replace(/^\/+/, '');
+  }
+  if (body.includes('/')) anchored = true;
+  if (body.length === 0) return { ok: false, message: `glob ${JSON.stringify(pattern)} matches nothing` };
+  const translated = translate(body, pattern);
+  if (!translated.ok) return translated;
+  const regex = new RegExp(`^${anchored ? '' : '(?:.*/)?'}${translated.source}$`, 's');
+
+  const ancestors = (relativePath: string): string[] => {
+    const parts = relativePath.split('/');
+    return parts.slice(1).map((_, k) => parts.slice(0, k + 1).join('/'));
+  };
+  return {
+    ok: true,
+    glob: {
+      negated,
+      matches(relativePath: string): boolean {
+        if (!negated) return !dirOnly && regex.test(relativePath);
+        if (!dirOnly && regex.test(relativePath)) return true;
+        return ancestors(relativePath).some((dir) => regex.test(dir));
+      },
+    },
+  };
+}
+
+/**
+ * A file passes a list of globs the way ripgrep combines several `--glob` flags: the last glob that
+ * matches decides; when none matches, the file passes only if every glob is an exclusion.
+ */
+export function passesGlobs(globs: CompiledGlob[], relativePath: string): boolean {
+  for (let k = globs.length - 1; k >= 0; k--) {
+    const glob = globs[k]!;
+    if (glob.matches(relativePath)) return !glob.negated;
+  }
+  return globs.every((g) => g.negated);
+}
+
+/**
+ * Orders repository paths the way a depth-first walk with each directory's entries sorted by name does
+ * (ripgrep --sort=path): component by component, so 'a/b' sorts before 'a.txt'.
+ */
+export function comparePaths(a: string, b: string): number {
+  const pa = a.split('/');
+  const pb = b.split('/');
+  const n = Math.min(pa.length, pb.length);
+  for (let k = 0; k < n; k++) {
+    const x = pa[k]!;
+    const y = pb[k]!;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return pa.length - pb.length;
+}

@@ -1,0 +1,181 @@
+import type { GrepArgs, ToolResult } from '../../schemas/tools';
+import { sniffBinary } from './binary-file';
+import { defaultEngine, engineExecutables, type SandboxOptions } from './engine';
+import { comparePaths, compileGlob, passesGlobs, type CompiledGlob } from './glob-match';
+import { normalizeGlobPattern } from './glob-pattern';
+import { SANDBOX_LIMITS } from './limits';
+import { LineSplitter } from './line-splitter';
+import { fitOutput, sanitizeText } from './output';
+import { asOperand, guardPath } from './paths';
+import { runPipeline, type Stage } from './subprocess';
+import { displayPath, errorResult, seconds } from './tool-result';
+
+interface Match {
+  path: string;
+  line: number;
+  text: string;
+}
+
+/** ripgrep's in-band notes about binary files ("path: binary file matches (found "\0" byte around offset N)"). */
+const RG_BINARY_NOTE =
+  /^(.*?): (?:WARNING: stopped searching binary file after match|binary file matches) \(found "\\0" byte around offset \d+\)$/;
+
+function describeScope(path: string, glob: string | undefined): string {
+  return `${path === '.' ? 'the repository' : path}${glob ? ` (files matching ${JSON.stringify(glob)})` : ''}`;
+}
+
+/** GNU grep's --include matches base names with fnmatch: usable as a prefilter only for a plain last segment. */
+function includePrefilter(glob: string): string | null {
+  if (glob.startsWith('!')) return null;
+  const last = glob.replace(/\/+$/, '').split('/').pop() ?? '';
+  return last && !/[\\{}[\]]|\*\*/.test(last) ? last : null;
+}
+
+function buildStage(
+  engine: 'rg' | 'grep',
+  executable: string,
+  pattern: string,
+  operand: string | null,
+  glob: string | undefined,
+): Stage {
+  const paths = operand === null ? [] : [operand];
+  if (engine === 'rg') {
+    const globs = glob ? [`--glob=${glob}`] : [];
+    return {
+      executable,
+      // --no-config: no RIPGREP_CONFIG_PATH; --no-ignore/--hidden: the same files GNU grep sees; the .git
+      // exclusion comes last so a user glob like '*' cannot re-include it; no -L: symlinks are not followed.
+      args: ['--no-config', '--color=never', '--no-heading', '--with-filename', '--line-number', '--null',
+        '--hidden', '--no-ignore', '--sort=path', ...globs, '--glob=!.git', '-e', pattern, '--', ...paths],
+    };
+  }
+  const include = glob ? includePrefilter(glob) : null;
+  return {
+    executable,
+    // -r (not -R): symlinks met while recursing are not followed; -I: binary files are skipped; -E: POSIX ERE.
+    args: ['-r', '-n', '-H', '-I', '--null', '--color=never', '-E', '--exclude-dir=.git', '--exclude=.git',
+      ...(include ? [`--include=${include}`] : []), '-e', pattern, '--', ...paths],
+  };
+}
+
+/**
+ * The grep tool (SPEC §5): regex search inside one worktree, optionally scoped to a path and a glob. Shows at
+ * most 50 matches as "path:line:text" (repo-relative paths, sorted by path then line) in at most 4096
+ * characters, each cut with a marker. Binary files are skipped (ripgrep: skipped while walking, reported when
+ * named; GNU grep: -I). Never throws.
+ */
+export async function grep(root: string, args: GrepArgs, options: SandboxOptions = {}): Promise<ToolResult> {
+  try {
+    return await grepUnsafe(root, args, options);
+  } catch (error) {
+    return errorResult(`grep failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions): Promise<ToolResult> {
+  const engine = options.engine ?? defaultEngine();
+  const programs = engineExecutables(engine);
+  if (!programs.ok) return errorResult(programs.message);
+  const pattern = args.pattern;
+  if (typeof pattern !== 'string' || pattern.length === 0) return errorResult('grep: pattern must be a non-empty string');
+  if (pattern.includes('\0')) return errorResult('grep: pattern contains a NUL byte; refused');
+  if (/[\r\n]/.test(pattern)) return errorResult('grep: pattern must be a single line (no newline)');
+
+  const scope = await guardPath(root, args.path ?? '.');
+  if (!scope.ok) return errorResult(`grep: ${scope.message}`);
+  if (scope.kind === 'other') return errorResult(`grep: ${displayPath(scope.relative)} is not a regular file or directory`);
+  const where = describeScope(displayPath(scope.relative), args.glob);
+  if (scope.kind === 'file') {
+    const sniff = await sniffBinary(scope.absolute);
+    if (sniff.binary) {
+      return { status: 'ok', output: `${displayPath(scope.relative)}: binary file (${sniff.reason}); not searched` };
+    }
+  }
+  let globs: CompiledGlob[] = [];
+  let globArg: string | undefined;
+  if (args.glob !== undefined) {
+    const normalized = normalizeGlobPattern(args.glob, root, scope.root);
+    if (!normalized.ok) return errorResult(`grep: ${normalized.message}`);
+    globArg = normalized.pattern;
+    const compiled = compileGlob(globArg);
+    if (!compiled.ok) return errorResult(`grep: ${compiled.message}`);
+    globs = [compiled.glob];
+  }
+
+  const limits = SANDBOX_LIMITS;
+  const matches: Match[] = [];
+  const binaryNotes: string[] = [];
+  let countCapped = false;
+  const filterByGlob = engine === 'grep' && globs.length > 0 && scope.kind === 'directory';
+  const splitter = new LineSplitter(limits.maxPathChars + limits.maxMatchLineChars * 4 + 32, (record, fullBytes) => {
+    const nul = record.indexOf(0);
+    if (nul === -1) {
+      const note = RG_BINARY_NOTE.exec(record.toString('utf8'));
+      if (note && binaryNotes.length < 5) binaryNotes.push(`${displayPath(note[1]!)}: binary data found; rest of file skipped`);
+      return 'more';
+    }
+    const path = displayPath(record.subarray(0, nul).toString('utf8'));
+    const rest = record.subarray(nul + 1).toString('utf8');
+    const colon = rest.indexOf(':');
+    const line = Number(rest.slice(0, colon));
+    if (colon <= 0 || !Number.isInteger(line)) return 'more';
+    if (filterByGlob && !passesGlobs(globs, path)) return 'more';
+    let text = sanitizeText(rest.slice(colon + 1)).text;
+    const omitted = fullBytes - record.length;
+    if (text.length > limits.maxMatchLineChars || omitted > 0) {
+      text = `${text.slice(0, limits.maxMatchLineChars)} …[line cut]`;
+    }
+    matches.push({ path, line, text });
+    if (matches.length >= limits.grepCountLimit) {
+      countCapped = true;
+      return 'enough';
+    }
+    return 'more';
+  });
+
+  const timeoutMs = options.timeoutMs ?? limits.grepTimeoutMs;
+  const operand = scope.relative === '.' ? null : asOperand(scope.relative);
+  const run = await runPipeline([buildStage(engine, programs.search, pattern, operand, globArg)], {
+    cwd: scope.root,
+    timeoutMs,
+    signal: options.signal,
+    onStdout: (chunk) => splitter.push(chunk),
+  });
+  if (!splitter.done) splitter.end();
+  const outcome = run.stages[0]!;
+  if (outcome.spawnError) return errorResult(`grep could not start ${engine}: ${outcome.spawnError}`);
+
+  matches.sort((a, b) => comparePaths(a.path, b.path) || a.line - b.line);
+  const shown = matches.slice(0, limits.maxGrepMatches);
+  const body = shown.map((m) => `${m.path}:${m.line}:${m.text}`).join('\n');
+  const notes = [...binaryNotes];
+  const more = matches.length > limits.maxGrepMatches || countCapped;
+  if (more) {
+    const total = countCapped ? `more than ${limits.grepCountLimit}` : String(matches.length);
+    notes.push(`[showing the first ${shown.length} of ${total} matches; narrow the pattern, path or glob to see the others]`);
+  }
+
+  if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);
+  if (run.timedOut) {
+    const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; the matches above are partial. Use a simpler pattern or a narrower path or glob.`;
+    return errorResult(message, fitOutput(body, notes).output);
+  }
+  const exitCode = outcome.exitCode;
+  if (matches.length === 0) {
+    if (/No files were searched/.test(outcome.stderr)) {
+      return { status: 'ok', output: `No matches for ${JSON.stringify(pattern)} in ${where}: no file there matches the glob.` };
+    }
+    if (exitCode === 2 || (exitCode !== 0 && exitCode !== 1 && !run.stoppedEarly)) {
+      const detail = sanitizeText(outcome.stderr).text.trim().split('\n').slice(0, 6).join('\n');
+      return errorResult(`grep failed: ${detail || `exit code ${exitCode}`}`);
+    }
+    const none = `No matches for ${JSON.stringify(pattern)} in ${where}.`;
+    return { status: 'ok', output: binaryNotes.length ? `${none}\n${binaryNotes.join('\n')}` : none };
+  }
+  const fitted = fitOutput(body, notes, (shownBody) => {
+    const lines = shownBody ? shownBody.split('\n').length : 0;
+    return `[output cut to ${limits.maxOutputChars} characters: ${lines} of ${shown.length} matches shown]`;
+  });
+  if (!more && !fitted.cut) return { status: 'ok', output: fitted.output };
+  return { status: 'truncated', output: fitted.output, message: [fitted.cutNote, ...notes].filter(Boolean).join(' ') };
+}

@@ -1,0 +1,41 @@
+/**
+ * The sandbox's bounds. The first block is CodeGrep App. A.1 ("Layer 3 engineering", swe_grep_tools.py):
+ * a global Semaphore(64) over subprocesses, per-tool timeouts of 10 s for grep and glob and 5 s for read,
+ * tool outputs cut to 4096 characters, 50 matches per grep and 200 lines per read (SPEC §5 "Tools").
+ * Everything below the paper block is this project's choice, named so it is never a magic number.
+ */
+export const PAPER_LIMITS = {
+  maxConcurrentSubprocesses: 64,
+  grepTimeoutMs: 10_000,
+  globTimeoutMs: 10_000,
+  readTimeoutMs: 5_000,
+  maxOutputChars: 4096,
+  maxGrepMatches: 50,
+  maxReadLines: 200,
+} as const;
+
+/** Project choices (not from the papers). */
+export const SANDBOX_LIMITS = {
+  ...PAPER_LIMITS,
+  /** The restricted terminal (CodeScout §3.2, narrowed) gets grep's budget: its commands are searches. */
+  terminalTimeoutMs: PAPER_LIMITS.grepTimeoutMs,
+  /** A matching line longer than this is shown cut, so one minified line cannot eat the whole output. */
+  maxMatchLineChars: 300,
+  /** grep keeps counting matches past the 50 shown, up to this many, to tell the model how many it missed. */
+  grepCountLimit: 1000,
+  /** glob collects at most this many paths (then sorts them); more than this is reported as "more than N". */
+  globListLimit: 100_000,
+  /** read reads files in chunks of this size and stops as soon as it has what it needs. */
+  readChunkBytes: 64 * 1024,
+  /** A file whose first bytes contain a NUL byte is binary (the same rule ripgrep and GNU grep use). */
+  binarySniffBytes: 8 * 1024,
+  /** The terminal stops reading the last stage's stdout beyond this many bytes (then kills the pipeline). */
+  terminalStdoutBytes: 64 * 1024,
+  /** Per stage, stderr kept for the observation. */
+  stderrBytes: 2 * 1024,
+  /** At most this many programs in one terminal pipeline. */
+  maxPipelineStages: 5,
+  /** Longest command line / argument / path the sandbox accepts. */
+  maxCommandChars: 4096,
+  maxPathChars: 4096,
+} as const;

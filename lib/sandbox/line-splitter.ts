@@ -1,0 +1,62 @@
+/**
+ * Splits a byte stream into lines without ever holding more than `maxLineBytes` of one line: the rest of an
+ * over-long line is counted, not kept. Lets grep, glob and read stream a 1 GB file or a minified one-line
+ * bundle in bounded memory.
+ */
+export class LineSplitter {
+  private parts: Buffer[] = [];
+  private keptBytes = 0;
+  private droppedBytes = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly maxLineBytes: number,
+    /** Receives each line (without its '\n'), cut to maxLineBytes, and the line's full length in bytes. */
+    private readonly onLine: (line: Buffer, fullBytes: number) => 'more' | 'enough',
+    private readonly separator = 0x0a,
+  ) {}
+
+  get done(): boolean {
+    return this.stopped;
+  }
+
+  push(chunk: Buffer): 'more' | 'enough' {
+    let start = 0;
+    while (!this.stopped && start < chunk.length) {
+      const end = chunk.indexOf(this.separator, start);
+      const stop = end === -1 ? chunk.length : end;
+      this.keep(chunk.subarray(start, stop));
+      if (end === -1) break;
+      this.flush();
+      start = end + 1;
+    }
+    return this.stopped ? 'enough' : 'more';
+  }
+
+  /** Emits a last line that has no trailing separator. */
+  end(): void {
+    if (!this.stopped && this.keptBytes + this.droppedBytes > 0) this.flush();
+  }
+
+  private keep(piece: Buffer): void {
+    const room = this.maxLineBytes - this.keptBytes;
+    if (room > 0) {
+      const kept = piece.length <= room ? piece : piece.subarray(0, room);
+      // Copy: the chunk's buffer is reused by the stream after this call returns.
+      this.parts.push(Buffer.from(kept));
+      this.keptBytes += kept.length;
+      this.droppedBytes += piece.length - kept.length;
+    } else {
+      this.droppedBytes += piece.length;
+    }
+  }
+
+  private flush(): void {
+    const line = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.keptBytes);
+    const full = this.keptBytes + this.droppedBytes;
+    this.parts = [];
+    this.keptBytes = 0;
+    this.droppedBytes = 0;
+    if (this.onLine(line, full) === 'enough') this.stopped = true;
+  }
+}

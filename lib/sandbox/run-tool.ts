@@ -1,0 +1,71 @@
+import type { z } from 'zod';
+import { TOOL_ARGS_SCHEMAS, ToolNameSchema, type ToolName, type ToolResult } from '../../schemas/tools';
+import type { SandboxOptions } from './engine';
+import { glob } from './glob';
+import { grep } from './grep';
+import { read } from './read';
+import { terminal } from './terminal';
+import { errorResult } from './tool-result';
+
+function describeIssues(name: ToolName, error: z.ZodError): string {
+  const issues = error.issues.slice(0, 5).map((issue) => {
+    const where = issue.path.length ? issue.path.join('.') : 'arguments';
+    return `${where}: ${issue.message}`;
+  });
+  return `invalid arguments for ${name}: ${issues.join('; ')}`;
+}
+
+/**
+ * Runs one tool call from the model inside the worktree `root`. `rawArgs` is what the model sent: the JSON
+ * string of an OpenAI tool call or an already-parsed object; keys whose value is null are treated as absent
+ * (models often send "path": null for an optional argument). Unknown tools, unparsable JSON and arguments
+ * that fail the schema all come back as error observations; this never throws.
+ */
+export async function runTool(root: string, name: string, rawArgs: unknown, options: SandboxOptions = {}): Promise<ToolResult> {
+  const tool = ToolNameSchema.safeParse(name);
+  if (!tool.success) {
+    return errorResult(`unknown tool ${JSON.stringify(name)}; available tools: ${ToolNameSchema.options.join(', ')}`);
+  }
+  let args: unknown = rawArgs;
+  if (typeof rawArgs === 'string') {
+    try {
+      args = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
+    } catch (error) {
+      return errorResult(`arguments for ${tool.data} are not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  if (args === null || args === undefined) args = {};
+  if (typeof args !== 'object' || Array.isArray(args)) {
+    return errorResult(`arguments for ${tool.data} must be a JSON object`);
+  }
+  const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
+
+  switch (tool.data) {
+    case 'grep': {
+      const parsed = TOOL_ARGS_SCHEMAS.grep.safeParse(withoutNulls);
+      return parsed.success ? grep(root, parsed.data, options) : errorResult(describeIssues('grep', parsed.error));
+    }
+    case 'glob': {
+      const parsed = TOOL_ARGS_SCHEMAS.glob.safeParse(withoutNulls);
+      return parsed.success ? glob(root, parsed.data, options) : errorResult(describeIssues('glob', parsed.error));
+    }
+    case 'read': {
+      const parsed = TOOL_ARGS_SCHEMAS.read.safeParse(withoutNulls);
+      return parsed.success ? read(root, parsed.data, options) : errorResult(describeIssues('read', parsed.error));
+    }
+    case 'terminal': {
+      const parsed = TOOL_ARGS_SCHEMAS.terminal.safeParse(withoutNulls);
+      return parsed.success ? terminal(root, parsed.data, options) : errorResult(describeIssues('terminal', parsed.error));
+    }
+  }
+}
+
+/**
+ * The text the model sees for a result: the output (which already carries any truncation marker), then, for
+ * an error, the message. Kept to 4096 + message characters by construction of the tools.
+ */
+export function formatObservation(result: ToolResult): string {
+  if (result.status !== 'error') return result.output;
+  const message = `Error: ${result.message ?? 'the tool failed'}`;
+  return result.output ? `${result.output}\n${message}` : message;
+}

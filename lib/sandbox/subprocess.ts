@@ -1,0 +1,168 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { SANDBOX_LIMITS } from './limits';
+import { sandboxEnv } from './executables';
+import { subprocessSlots, type Semaphore } from './semaphore';
+
+export interface Stage {
+  /** Absolute path of the program (see findExecutable). */
+  executable: string;
+  args: string[];
+}
+
+export interface PipelineOptions {
+  cwd: string;
+  timeoutMs: number;
+  /** Called with each chunk of the last stage's stdout; return 'enough' to stop the pipeline early. */
+  onStdout: (chunk: Buffer) => 'more' | 'enough';
+  signal?: AbortSignal;
+  stderrLimitBytes?: number;
+  /** The concurrency limit to draw from; defaults to the process-wide one. */
+  slots?: Semaphore;
+}
+
+export interface StageOutcome {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  /** Set when the program could not be started (e.g. ENOENT). */
+  spawnError?: string;
+}
+
+export interface PipelineOutcome {
+  stages: StageOutcome[];
+  /** The pipeline ran past timeoutMs and every process group was killed. */
+  timedOut: boolean;
+  /** onStdout said 'enough' and every process group was killed. */
+  stoppedEarly: boolean;
+  /** The caller's signal fired and every process group was killed. */
+  aborted: boolean;
+  /** Milliseconds from the first spawn to the last exit (queueing for a slot not included). */
+  elapsedMs: number;
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    // detached: true made the child a process-group leader; the negative pid reaches all of its group.
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * Runs `stages` as a pipeline (stdout of each stage is the next one's stdin, connected by the kernel; the
+ * first stage's stdin is /dev/null) with argument arrays and no shell. Holds one permit of the global
+ * subprocess limit per stage for the whole run; each stage is its own process group, killed whole on
+ * timeout, early stop or abort. Never throws: failures are reported in the outcome.
+ */
+export async function runPipeline(stages: Stage[], options: PipelineOptions): Promise<PipelineOutcome> {
+  const slots = options.slots ?? subprocessSlots;
+  const stderrLimit = options.stderrLimitBytes ?? SANDBOX_LIMITS.stderrBytes;
+  const outcomes: StageOutcome[] = stages.map(() => ({ exitCode: null, signal: null, stderr: '' }));
+  const empty = (): PipelineOutcome => ({ stages: outcomes, timedOut: false, stoppedEarly: false, aborted: false, elapsedMs: 0 });
+  if (stages.length === 0) return empty();
+  const badArg = stages.flatMap((s) => [s.executable, ...s.args]).find((a) => a.includes('\0'));
+  if (badArg !== undefined) {
+    for (const o of outcomes) o.spawnError = 'an argument contains a NUL byte';
+    return empty();
+  }
+
+  const release = await slots.acquire(Math.min(stages.length, slots.capacity));
+  const started = Date.now();
+  const children: ChildProcess[] = [];
+  let timedOut = false;
+  let stoppedEarly = false;
+  let aborted = false;
+  const killAll = () => children.forEach(killGroup);
+
+  try {
+    if (options.signal?.aborted) {
+      aborted = true;
+      return { ...empty(), aborted };
+    }
+    const env = sandboxEnv();
+    let previousStdout: Readable | null = null;
+    for (let i = 0; i < stages.length; i++) {
+      const stage = stages[i]!;
+      const isLast = i === stages.length - 1;
+      let child: ChildProcess;
+      try {
+        child = spawn(stage.executable, stage.args, {
+          cwd: options.cwd,
+          env,
+          detached: true,
+          shell: false,
+          stdio: [previousStdout ?? 'ignore', 'pipe', 'pipe'],
+        });
+      } catch (error) {
+        outcomes[i]!.spawnError = error instanceof Error ? error.message : String(error);
+        previousStdout?.destroy();
+        killAll();
+        break;
+      }
+      // The child holds its own copy of the pipe; closing ours (in the same tick, before any read callback)
+      // leaves it as the only reader, so upstream stages see SIGPIPE when it exits, as in a shell.
+      previousStdout?.destroy();
+      previousStdout = isLast ? null : child.stdout;
+      children.push(child);
+    }
+
+    const finished = children.map(
+      (child, i) =>
+        new Promise<void>((resolve) => {
+          const outcome = outcomes[i]!;
+          let stderrBytes = 0;
+          child.stderr?.on('data', (chunk: Buffer) => {
+            if (stderrBytes >= stderrLimit) return;
+            const piece = chunk.subarray(0, stderrLimit - stderrBytes);
+            stderrBytes += piece.length;
+            outcome.stderr += piece.toString('utf8');
+          });
+          child.on('error', (error) => {
+            outcome.spawnError = error.message;
+            if (child.pid === undefined) resolve();
+          });
+          child.on('close', (code, signal) => {
+            outcome.exitCode = code;
+            outcome.signal = signal;
+            resolve();
+          });
+        }),
+    );
+
+    const last = children.length === stages.length ? children[children.length - 1] : undefined;
+    last?.stdout?.on('data', (chunk: Buffer) => {
+      if (stoppedEarly || timedOut || aborted) return;
+      if (options.onStdout(chunk) === 'enough') {
+        stoppedEarly = true;
+        killAll();
+      }
+    });
+
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killAll();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      killAll();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await Promise.all(finished);
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+    return { stages: outcomes, timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
+  } finally {
+    killAll();
+    release();
+  }
+}

@@ -1,0 +1,127 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { isInside } from './paths';
+
+/** A bash-style glob word expanding to more paths than this is refused (an argument list is not a listing). */
+export const MAX_EXPANSION = 5_000;
+
+/** One path segment of a bash glob as a RegExp: '*' and '?' never match '/', and never a leading '.'. */
+function segmentRegex(segment: string): RegExp {
+  let out = '';
+  for (let i = 0; i < segment.length; i++) {
+    const c = segment[i]!;
+    if (c === '\\' && i + 1 < segment.length) {
+      out += segment[++i]!.replace(/[.+^$(){}|\\[\]*?/]/g, '\\$&');
+    } else if (c === '*') out += '[^/]*';
+    else if (c === '?') out += '[^/]';
+    else if (c === '[') {
+      const close = segment.indexOf(']', i + 2);
+      if (close === -1) out += '\\[';
+      else {
+        let body = segment.slice(i + 1, close);
+        const negate = body.startsWith('!') || body.startsWith('^');
+        if (negate) body = body.slice(1);
+        out += `[${negate ? '^' : ''}${body.replace(/\\/g, '\\\\').replace(/\[/g, '\\[')}]`;
+        i = close;
+      }
+    } else out += c.replace(/[.+^$(){}|/]/g, '\\$&');
+  }
+  return new RegExp(`^${out}$`, 's');
+}
+
+function hasMeta(segment: string): boolean {
+  for (let i = 0; i < segment.length; i++) {
+    if (segment[i] === '\\') i += 1;
+    else if ('*?['.includes(segment[i]!)) return true;
+  }
+  return false;
+}
+
+function unescape(segment: string): string {
+  return segment.replace(/\\(.)/gs, '$1');
+}
+
+async function insideRoot(root: string, candidate: string): Promise<boolean> {
+  try {
+    return isInside(root, await fs.realpath(candidate));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Expands an unquoted glob word the way bash does (sorted matches, hidden entries only for a leading '.',
+ * the word kept literally when nothing matches) but only inside the worktree: a directory is listed only
+ * when its realpath is inside the root, and a match whose realpath leaves the root (an outward symlink) is
+ * left out, so no name outside the root is ever revealed. Relative words give root-relative paths; an
+ * absolute word under the root gives absolute paths; an absolute word elsewhere is not expanded.
+ * Returns null when the word stays literal; a string when the expansion is refused.
+ */
+export async function expandGlobWord(
+  canonicalRoot: string,
+  givenRoot: string,
+  glob: string,
+): Promise<string[] | null | { refused: string }> {
+  const base = canonicalRoot;
+  let prefix = '';
+  let rest = glob;
+  if (glob.startsWith('/')) {
+    const unescaped = unescape(glob);
+    const root = [canonicalRoot, path.resolve(givenRoot)].find((r) => isInside(r, unescaped) && unescaped !== r);
+    if (!root) return null;
+    prefix = `${root}/`;
+    rest = glob.slice(root.length + 1);
+  }
+  const segments = rest.split('/').filter((s) => s !== '');
+  let current: string[] = [''];
+  for (let k = 0; k < segments.length; k++) {
+    const segment = segments[k]!;
+    const last = k === segments.length - 1;
+    const next: string[] = [];
+    if (!hasMeta(segment)) {
+      const name = unescape(segment);
+      for (const rel of current) next.push(rel ? `${rel}/${name}` : name);
+    } else {
+      const regex = segmentRegex(segment);
+      const dotOk = unescape(segment).startsWith('.');
+      for (const rel of current) {
+        const dir = path.join(base, rel);
+        if (!(await insideRoot(canonicalRoot, dir))) continue;
+        let entries: string[];
+        try {
+          entries = await fs.readdir(dir);
+        } catch {
+          continue;
+        }
+        for (const entry of entries.sort()) {
+          if (entry.startsWith('.') && !dotOk) continue;
+          if (!regex.test(entry)) continue;
+          const candidate = rel ? `${rel}/${entry}` : entry;
+          if (!last) {
+            try {
+              if (!(await fs.stat(path.join(base, candidate))).isDirectory()) continue;
+            } catch {
+              continue;
+            }
+          }
+          next.push(candidate);
+          if (next.length > MAX_EXPANSION) {
+            return { refused: `the pattern ${JSON.stringify(unescape(glob))} expands to more than ${MAX_EXPANSION} paths; use find or rg --files instead` };
+          }
+        }
+      }
+    }
+    current = next;
+    if (current.length === 0) return null;
+  }
+  const kept: string[] = [];
+  for (const rel of current) {
+    try {
+      await fs.lstat(path.join(base, rel));
+    } catch {
+      continue;
+    }
+    if (await insideRoot(canonicalRoot, path.join(base, rel))) kept.push(`${prefix}${rel}`);
+  }
+  return kept.length ? kept.sort() : null;
+}

@@ -1,0 +1,16 @@
+import type { ToolResult } from '../../schemas/tools';
+
+export function errorResult(message: string, output = ''): ToolResult {
+  return { status: 'error', output, message };
+}
+
+export function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(2)} s`;
+}
+
+/** A path as shown to the model: control characters (a newline in a file name) cannot break the layout. */
+export function displayPath(relative: string): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = relative.replace(/[\x00-\x1f\x7f]/g, '?');
+  return clean.startsWith('./') ? clean.slice(2) : clean;
+}
