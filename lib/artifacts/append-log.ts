@@ -41,7 +41,12 @@ export async function openAppendLog(dir: string, shardName: string): Promise<App
     droppedTornBytes,
     append(records) {
       if (closed) return Promise.reject(new Error(`Append log ${path} is closed`));
-      const bytes = Buffer.from(records.map((record, i) => serialize(record, i, path)).join(''), 'utf8');
+      let bytes: Buffer;
+      try {
+        bytes = Buffer.from(records.map((record, i) => serialize(record, i, path)).join(''), 'utf8');
+      } catch (err) {
+        return Promise.reject(err);
+      }
       // Appends run one after another so concurrent calls never interleave their lines.
       const run = queue.then(() => (bytes.length === 0 ? undefined : writeAndSync(handle, bytes)));
       queue = run.catch(() => undefined);
