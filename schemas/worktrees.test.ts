@@ -1,5 +1,8 @@
-import { Float64, RecordBatch, Table, Utf8, makeData, Struct, tableFromIPC, tableToIPC, vectorFromArray } from 'apache-arrow';
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readParquetObjects, readParquetTable, writeParquetArtifact } from '../lib/artifacts';
 import {
   RepoSourceSchema,
   WORKTREES_SCHEMA_NAME,
@@ -11,11 +14,12 @@ import {
 
 const rows: WorktreeResult[] = [
   { repo: 'acme/widgets', commit: 'a'.repeat(40), path: '/w/acme__widgets/' + 'a'.repeat(40), status: 'created', ms: 12.5, bytes: 4096, error: null },
-  { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.25, bytes: 0, error: 'no local mirror of acme/absent' },
+  { repo: 'acme/widgets', commit: 'c'.repeat(40), path: '/w/acme__widgets/' + 'c'.repeat(40), status: 'reused', ms: 3.25, bytes: 4096, error: null },
+  { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.5, bytes: 0, error: 'no local mirror of acme/absent' },
 ];
 
 describe('worktrees schema', () => {
-  it('names itself and its version in the Arrow metadata', () => {
+  it('declares every column type explicitly and names itself in the metadata', () => {
     expect(WORKTREES_SCHEMA_NAME).toBe('worktrees');
     expect(WORKTREES_SCHEMA_VERSION).toBe(1);
     expect(worktreesArrowSchema.metadata.get('schemaName')).toBe('worktrees');
@@ -31,25 +35,35 @@ describe('worktrees schema', () => {
     ]);
   });
 
-  it('holds result rows through an Arrow IPC round trip', () => {
-    const children = worktreesArrowSchema.fields.map((f) =>
-      vectorFromArray(
-        rows.map((r) => r[f.name as keyof WorktreeResult]),
-        f.type as Utf8 | Float64,
-      ).data[0]!,
-    );
-    const data = makeData({ type: new Struct(worktreesArrowSchema.fields), length: rows.length, nullCount: 0, children });
-    const table = tableFromIPC(tableToIPC(new Table(new RecordBatch(worktreesArrowSchema, data))));
-    expect(table.schema.metadata.get('schemaName')).toBe('worktrees');
-    const back = table.toArray().map((r) => WorktreeResultSchema.parse({ ...r.toJSON() }));
-    expect(back).toEqual(rows);
+  it('holds result rows through a Parquet artifact round trip', async () => {
+    const dir = await fs.mkdtemp(path.join(tmpdir(), 'codegrep-wt-schema-'));
+    try {
+      const uri = path.join(dir, 'worktrees.parquet');
+      const ref = await writeParquetArtifact({
+        path: uri,
+        schemaName: WORKTREES_SCHEMA_NAME,
+        schemaVersion: WORKTREES_SCHEMA_VERSION,
+        arrowSchema: worktreesArrowSchema,
+        rows,
+        inputs: [],
+        configHash: 'f'.repeat(64),
+      });
+      expect(ref).toMatchObject({ rows: 3, schema: 'worktrees', schemaVersion: 1 });
+      const table = await readParquetTable(uri);
+      expect(table.schema.fields.map((f) => String(f.type))).toEqual(['Utf8', 'Utf8', 'Utf8', 'Utf8', 'Float64', 'Float64', 'Utf8']);
+      expect((await readParquetObjects(uri)).map((r) => WorktreeResultSchema.parse(r))).toEqual(rows);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses malformed rows and sources', () => {
     expect(() => WorktreeResultSchema.parse({ ...rows[0], status: 'done' })).toThrow();
     expect(() => WorktreeResultSchema.parse({ ...rows[0], ms: -1 })).toThrow();
+    expect(() => WorktreeResultSchema.parse({ ...rows[0], error: undefined })).toThrow();
     expect(RepoSourceSchema.safeParse({ kind: 'url', template: 'https://example.com/x.git' }).success).toBe(false);
     expect(RepoSourceSchema.safeParse({ kind: 'url', template: 'https://h/{owner}/{name}.git' }).success).toBe(true);
     expect(RepoSourceSchema.safeParse({ kind: 'mirror-dir', dir: '' }).success).toBe(false);
+    expect(RepoSourceSchema.safeParse({ kind: 'ftp', dir: '/x' }).success).toBe(false);
   });
 });

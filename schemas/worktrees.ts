@@ -36,6 +36,7 @@ export const WorktreeResultSchema = z.object({
   /** Absolute worktree path; empty when the request was refused before a path could be derived. */
   path: z.string(),
   status: WorktreeStatusSchema,
+  /** Time to make or verify the worktree (lock wait, clone/fetch when needed, add, checks), not counting the disk walk. */
   ms: z.number().nonnegative(),
   /** Disk bytes of the checkout (du-like, allocated blocks), excluding the shared bare repository. */
   bytes: z.number().nonnegative(),

@@ -22,7 +22,7 @@ export interface WorktreeOptions extends GitTimeouts {
   worktreesDir: string;
   source?: RepoSource;
   lock?: LockOptions;
-  /** Measure the checkout's disk bytes (a walk of the tree); default true. */
+  /** Measure the checkout's disk bytes (a walk of the tree, once, when it is made); default true. */
   measureBytes?: boolean;
 }
 
@@ -65,13 +65,13 @@ async function ensureWorktreeLocked(
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);
-  const bytes = async () => (opts.measureBytes === false ? 0 : diskUsage(wt));
 
   const found = await inspectWorktree(bare, wt, commit, repo, opts);
   if (found.state === 'valid') {
     const now = new Date();
     await fs.utimes(found.marker, now, now);
-    return { repo: repo.repo, commit, path: wt, status: 'reused', ms: performance.now() - started, bytes: await bytes() };
+    // A verified-clean tree has the bytes measured when it was made; no second walk.
+    return { repo: repo.repo, commit, path: wt, status: 'reused', ms: performance.now() - started, bytes: found.bytes };
   }
 
   const commitSource = await ensureCommitLocked(repo, commit, bare, source, opts);
@@ -83,9 +83,12 @@ async function ensureWorktreeLocked(
   if (head !== commit) {
     throw new Error(`git worktree add for ${repo.repo}@${commit} left HEAD at ${head} in ${wt}`);
   }
+  const ms = performance.now() - started;
+  const bytes = opts.measureBytes === false ? 0 : await diskUsage(wt);
   const adminDir = (await git(['rev-parse', '--absolute-git-dir'], localOpts(wt, opts, repo))).trim();
   const marker = path.join(adminDir, WORKTREE_MARKER);
-  await fs.writeFile(`${marker}.tmp`, JSON.stringify({ repo: repo.repo, commit, createdAt: new Date().toISOString() }) + '\n');
+  const body: WorktreeMarker = { repo: repo.repo, commit, bytes, createdAt: new Date().toISOString() };
+  await fs.writeFile(`${marker}.tmp`, JSON.stringify(body) + '\n');
   await fs.rename(`${marker}.tmp`, marker);
 
   return {
@@ -93,14 +96,25 @@ async function ensureWorktreeLocked(
     commit,
     path: wt,
     status: found.state === 'broken' ? 'repaired' : 'created',
-    ms: performance.now() - started,
-    bytes: await bytes(),
+    ms,
+    bytes,
     commitSource,
     ...(found.state === 'broken' ? { repairReason: found.reason } : {}),
   };
 }
 
-type Inspection = { state: 'absent' } | { state: 'valid'; marker: string } | { state: 'broken'; reason: string };
+/** Written into the worktree's admin dir once `worktree add` finished and HEAD was checked. */
+interface WorktreeMarker {
+  repo: string;
+  commit: string;
+  bytes: number;
+  createdAt: string;
+}
+
+type Inspection =
+  | { state: 'absent' }
+  | { state: 'valid'; marker: string; bytes: number }
+  | { state: 'broken'; reason: string };
 
 /** Decides whether the worktree at `wt` can be trusted; never changes anything. */
 export async function inspectWorktree(
@@ -133,13 +147,13 @@ export async function inspectWorktree(
   const marker = path.join(adminDir, WORKTREE_MARKER);
   const markerBody = await fs.readFile(marker, 'utf8').catch(() => undefined);
   if (markerBody === undefined) return { state: 'broken', reason: 'no completion marker (worktree add did not finish)' };
-  let markedCommit: unknown;
+  let marked: Partial<WorktreeMarker> = {};
   try {
-    markedCommit = (JSON.parse(markerBody) as { commit?: unknown }).commit;
+    marked = JSON.parse(markerBody) as Partial<WorktreeMarker>;
   } catch {
-    markedCommit = undefined;
+    // an unreadable marker names no commit
   }
-  if (markedCommit !== commit) return { state: 'broken', reason: 'the completion marker names another commit' };
+  if (marked.commit !== commit) return { state: 'broken', reason: 'the completion marker names another commit' };
 
   const status = await runGit(['status', '--porcelain', '--ignored'], local);
   if (status.code !== 0) return { state: 'broken', reason: `git status fails in it: ${status.stderr.trim()}` };
@@ -147,7 +161,7 @@ export async function inspectWorktree(
     const changed = status.stdout.trim().split('\n');
     return { state: 'broken', reason: `not clean: ${changed.slice(0, 3).join(', ')}${changed.length > 3 ? ', …' : ''}` };
   }
-  return { state: 'valid', marker };
+  return { state: 'valid', marker, bytes: typeof marked.bytes === 'number' ? marked.bytes : 0 };
 }
 
 interface ListedWorktree {
