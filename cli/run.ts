@@ -8,6 +8,7 @@ import { readConfigFile } from './config-file';
 import { startDevServer, temporalAnswers } from './dev-server';
 import { ProgressView } from './progress-view';
 import { formatCatmSummary } from './summary-table';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 
 export interface RunOptions {
@@ -61,7 +62,9 @@ export async function runCommand(options: RunOptions): Promise<number> {
   let workerRun: Promise<void> | null = null;
   try {
     if (options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu))) {
-      console.log('codegrep: no worker polls task queue', temporalConfig.taskQueues.cpu, '— starting one in this process (bundling workflows)…');
+      console.log(`codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`);
+      // The run's own output is the progress bars and the summary: keep the SDK's logs to warnings. Activity logs are still in the worker log of `codegrep worker` runs.
+      Runtime.install({ logger: new DefaultLogger('WARN') });
       inProcessWorker = await createCpuWorker();
       workerRun = inProcessWorker.worker.run();
     }

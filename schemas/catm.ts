@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ArtifactRefSchema } from './artifact-ref';
 import { JudgeConfigSchema } from './config';
+import { MiningSummarySchema } from './mining';
 
 /** Inputs and outputs of the three CATM activities (§3.4): mine → judge → weight. Refs, never rows. */
 
@@ -11,21 +12,6 @@ const stageBase = {
   /** Workflow ids that receive throttled progress signals. */
   progressTo: z.array(z.string()).default([]),
 };
-
-export const MiningSummarySchema = z.object({
-  rowsRead: z.number().int(),
-  trajectoriesMined: z.number().int(),
-  /** Whole rows skipped, by reason (malformed JSON, missing field …). */
-  rowsSkipped: z.record(z.string(), z.number().int()),
-  /** Single view calls skipped, by reason (non-JSON arguments, outside /workspace, directory …). */
-  viewsSkipped: z.record(z.string(), z.number().int()),
-  viewCalls: z.number().int(),
-  viewsMined: z.number().int(),
-  candidates: z.number().int(),
-  candidatesAfterTokenFilter: z.number().int(),
-  minReasoningTokens: z.number().int(),
-});
-export type MiningSummary = z.infer<typeof MiningSummarySchema>;
 
 export const MineInputSchema = z.object({ ...stageBase, trajectoriesPath: z.string() });
 export type MineInput = z.input<typeof MineInputSchema>;

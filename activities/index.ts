@@ -1,0 +1,7 @@
+// Every activity the CPU worker registers. Activities are thin adapters over lib/: parse input, call lib/,
+// write artifacts, heartbeat.
+export { validateConfig } from './validate-config';
+export { mine } from './catm-mine';
+export { judge } from './catm-judge';
+export { weight } from './catm-weight';
+export { writeCatmSummary } from './catm-summary';
