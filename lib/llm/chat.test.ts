@@ -54,12 +54,12 @@ describe('createChatCompletion against a real HTTP server', () => {
     const script: ReplyScript = (_b, i) => [reply.error(500), reply.error(502, { body: 'Bad Gateway' }), reply.hang(), reply.garbage()][i] ?? reply.text('finally');
     const { server, llm } = await setup(script);
     const reasons: string[] = [];
-    const result = await createChatCompletion(llm, { messages }, { policy: { ...fast, maxAttempts: 5, timeoutMs: 300 }, onRetry: (e) => reasons.push(e.reason) });
+    const result = await createChatCompletion(llm, { messages }, { policy: { ...fast, maxAttempts: 5, timeoutMs: 500 }, onRetry: (e) => reasons.push(e.reason) });
     expect(result.completion.choices[0]?.message.content).toBe('finally');
     expect(result.attempts).toBe(5);
     expect(reasons[0]).toBe('HTTP 500: Internal server error');
     expect(reasons[1]).toMatch(/^HTTP 502/);
-    expect(reasons[2]).toBe('no reply within 300 ms');
+    expect(reasons[2]).toBe('no reply within 500 ms');
     expect(reasons[3]).toMatch(/^reply body is not JSON/);
     expect(server.requests.map((r) => r.outcome)).toEqual(['error', 'error', 'client_closed', 'garbage', 'text']);
   });

@@ -35,7 +35,7 @@ describe('resolveRetryPolicy', () => {
   it('keeps the defaults (60 s per attempt, CodeGrep App. A.2) and ignores undefined overrides', () => {
     const policy = resolveRetryPolicy({ maxAttempts: undefined, baseDelayMs: 5 });
     expect(policy.timeoutMs).toBe(60_000);
-    expect(policy.maxAttempts).toBe(5);
+    expect(policy.maxAttempts).toBe(6);
     expect(policy.baseDelayMs).toBe(5);
   });
   it('rejects nonsense with the field named', () => {

@@ -29,7 +29,7 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxAttempts: 5,
+  maxAttempts: 6,
   baseDelayMs: 1_000,
   maxDelayMs: 30_000,
   maxRetryAfterMs: 60_000,
