@@ -5,7 +5,8 @@ export function errorResult(message: string, output = ''): ToolResult {
 }
 
 export function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(2)} s`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 /** A path as shown to the model: control characters (a newline in a file name) cannot break the layout. */
