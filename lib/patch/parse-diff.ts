@@ -57,7 +57,11 @@ export interface FilePatch {
   /** `similarity index` of a rename/copy, in percent. */
   similarity: number | null;
   hunks: Hunk[];
-  /** Whole-hunk pre-image ranges (context included), one per hunk, in hunk order. Empty for added files. */
+  /**
+   * Whole-hunk pre-image ranges (context included), one per hunk, in hunk order, as the headers state them
+   * (`locateHunks` moves them to where the patch really applies). Empty for added files; for a copy they are
+   * lines of the copy source (`oldPath`).
+   */
   hunkRanges: LineRange[];
   /** Pre-image lines actually removed/replaced (insertions by the anchor rule), merged and sorted. */
   preImageChangedRanges: LineRange[];
