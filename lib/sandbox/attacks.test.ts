@@ -75,6 +75,10 @@ const ATTACKS: Attack[] = [
   { name: 'grep whole tree with a 1 GB sparse file in it', tool: 'grep', args: () => ({ pattern: 'zzz-never' }), expect: { bounded: /No matches/, status: 'ok' }, engines: ['rg', 'grep'], maxMs: 3000 },
   { name: 'grep a FIFO', tool: 'grep', args: () => ({ pattern: 'x', path: 'fifo' }), expect: { refused: /not a regular file or directory/ }, engines: ['rg', 'grep'] },
   { name: 'grep catastrophic backreference regex (GNU grep) ends by timeout', tool: 'grep', args: () => ({ pattern: '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$', path: 'catastrophic.txt' }), expect: { refused: /timed out after 1 s/ }, engines: ['grep'], timeoutMs: 1000, maxMs: 4000 },
+  { name: 'grep path symlink loop', tool: 'grep', args: () => ({ pattern: 'x', path: 'links/loop-a' }), expect: { refused: /symlink loop/ }, engines: ['rg', 'grep'] },
+  { name: 'grep path /proc/self/environ', tool: 'grep', args: (f) => ({ pattern: f.secretToken, path: '/proc/self/environ' }), expect: { refused: /outside the repository root/ }, engines: ['rg', 'grep'] },
+  { name: 'grep pattern with a NUL byte', tool: 'grep', args: () => ({ pattern: 'a\u0000b' }), expect: { refused: /NUL byte/ } },
+  { name: 'grep path with a NUL byte', tool: 'grep', args: () => ({ pattern: 'a', path: 'src\u0000/../..' }), expect: { refused: /NUL byte/ } },
   { name: 'grep pattern with a newline', tool: 'grep', args: () => ({ pattern: 'a\nb' }), expect: { refused: /single line/ } },
   // glob
   { name: 'glob ../*', tool: 'glob', args: () => ({ pattern: '../*' }), expect: { refused: /'\.\.'/ }, engines: ['rg', 'grep'] },
@@ -82,6 +86,9 @@ const ATTACKS: Attack[] = [
   { name: 'glob **/secret.* (outside only via symlinks)', tool: 'glob', args: () => ({ pattern: '**/secret.*' }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
   { name: 'glob links/out-dir/**', tool: 'glob', args: () => ({ pattern: 'links/out-dir/**' }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
   { name: 'glob pattern --files', tool: 'glob', args: () => ({ pattern: '--files' }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
+  { name: 'glob /proc/self/*', tool: 'glob', args: () => ({ pattern: '/proc/self/*' }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
+  { name: 'glob with a NUL byte', tool: 'glob', args: () => ({ pattern: '*\u0000/etc/passwd' }), expect: { refused: /NUL byte/ } },
+  { name: 'glob links/loop-*/x', tool: 'glob', args: () => ({ pattern: 'links/loop-a/**' }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
   // terminal
   { name: 'terminal cat ../secret.txt', tool: 'terminal', args: () => ({ command: 'cat ../secret.txt' }), expect: { refused: /leaves the repository root/ } },
   { name: 'terminal cat symlink out', tool: 'terminal', args: () => ({ command: 'cat links/out-file' }), expect: { refused: /through a symlink/ } },
@@ -139,6 +146,8 @@ const ATTACKS: Attack[] = [
   { name: 'terminal cat 1 GB sparse file', tool: 'terminal', args: () => ({ command: 'cat sparse.bin' }), expect: { bounded: /binary data: output stopped/, status: 'truncated' }, maxMs: 3000 },
   { name: 'terminal 1 GB sparse file | head -c', tool: 'terminal', args: () => ({ command: 'cat sparse.bin | head -c 10 | wc -c' }), expect: { bounded: /^10\n/, status: 'ok' }, maxMs: 3000 },
   { name: 'terminal catastrophic regex ends by timeout', tool: 'terminal', args: () => ({ command: "grep -E '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$' catastrophic.txt" }), expect: { refused: /timed out after 1 s and was killed/ }, timeoutMs: 1000, maxMs: 4000 },
+  { name: 'terminal NUL byte', tool: 'terminal', args: () => ({ command: 'cat src/app.py\u0000../secret.txt' }), expect: { refused: /NUL byte/ } },
+  { name: 'terminal find with a symlink loop start', tool: 'terminal', args: () => ({ command: 'find links/loop-a' }), expect: { refused: /symlink loop/ } },
   { name: 'terminal unterminated quote', tool: 'terminal', args: () => ({ command: "rg 'oops" }), expect: { refused: /unterminated single quote/ } },
   // dispatcher
   { name: 'unknown tool', tool: 'bash', args: () => ({ command: 'id' }), expect: { refused: /unknown tool "bash"/ } },
