@@ -9,6 +9,7 @@ import {
   type GitTimeouts,
 } from './bare-clone';
 import { diskUsage } from './disk-usage';
+import { WorktreeError } from './errors';
 import { git, runGit } from './git';
 import { WORKTREE_MARKER, repoLockPath, worktreePath } from './layout';
 import { withRepoLock, type LockOptions } from './repo-lock';
@@ -79,13 +80,18 @@ async function ensureWorktreeLocked(
   await fs.mkdir(path.dirname(wt), { recursive: true });
   await git(['worktree', 'add', '--quiet', '--detach', wt, commit], { ...localOpts(bare, opts, repo), commit });
 
-  const head = (await git(['rev-parse', 'HEAD'], localOpts(wt, opts, repo))).trim();
+  const [head = '', adminDir = ''] = (await git(['rev-parse', 'HEAD', '--absolute-git-dir'], localOpts(wt, opts, repo)))
+    .trim()
+    .split('\n');
   if (head !== commit) {
-    throw new Error(`git worktree add for ${repo.repo}@${commit} left HEAD at ${head} in ${wt}`);
+    throw new WorktreeError('git-failed', `git worktree add for ${repo.repo}@${commit} left HEAD at ${head} in ${wt}`, {
+      retryable: true,
+      repo: repo.repo,
+      commit,
+    });
   }
   const ms = performance.now() - started;
   const bytes = opts.measureBytes === false ? 0 : await diskUsage(wt);
-  const adminDir = (await git(['rev-parse', '--absolute-git-dir'], localOpts(wt, opts, repo))).trim();
   const marker = path.join(adminDir, WORKTREE_MARKER);
   const body: WorktreeMarker = { repo: repo.repo, commit, bytes, createdAt: new Date().toISOString() };
   await fs.writeFile(`${marker}.tmp`, JSON.stringify(body) + '\n');
