@@ -79,6 +79,7 @@ const ATTACKS: Attack[] = [
   { name: 'grep path /proc/self/environ', tool: 'grep', args: (f) => ({ pattern: f.secretToken, path: '/proc/self/environ' }), expect: { refused: /outside the repository root/ }, engines: ['rg', 'grep'] },
   { name: 'grep pattern with a NUL byte', tool: 'grep', args: () => ({ pattern: 'a\u0000b' }), expect: { refused: /NUL byte/ } },
   { name: 'grep path with a NUL byte', tool: 'grep', args: () => ({ pattern: 'a', path: 'src\u0000/../..' }), expect: { refused: /NUL byte/ } },
+  { name: 'grep glob that looks like a flag', tool: 'grep', args: () => ({ pattern: 'helper', glob: '--pre=sh' }), expect: { bounded: /No matches/, status: 'ok' }, engines: ['rg', 'grep'] },
   { name: 'grep pattern with a newline', tool: 'grep', args: () => ({ pattern: 'a\nb' }), expect: { refused: /single line/ } },
   // glob
   { name: 'glob ../*', tool: 'glob', args: () => ({ pattern: '../*' }), expect: { refused: /'\.\.'/ }, engines: ['rg', 'grep'] },
