@@ -139,6 +139,7 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
     }
     throw error;
   } finally {
+    progress.close();
     await shard.close();
   }
 

@@ -58,6 +58,7 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
       configHash,
     });
   } catch (error) {
+    progress.close();
     if (error instanceof InputFileError) {
       throw ApplicationFailure.create({ type: 'InvalidInput', nonRetryable: true, message: error.message });
     }

@@ -17,6 +17,7 @@ import {
   samplesArrowSchema,
   type CatmLabel,
 } from '../schemas/samples';
+import type { ArtifactRef } from '../schemas/artifact-ref';
 import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 import { sourceRef } from './source-ref';
@@ -56,6 +57,24 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   }
 
   const progress = new ProgressReporter(activityClient(), input.progressTo);
+  try {
+    return await weighAndSample(input, progress, { labelsPath, samplesPath, summaryPath, configHash, labelInputs, sampleInputs });
+  } finally {
+    progress.close();
+  }
+}
+
+interface WeightPaths {
+  labelsPath: string;
+  samplesPath: string;
+  summaryPath: string;
+  configHash: string;
+  labelInputs: ArtifactRef[];
+  sampleInputs: ArtifactRef[];
+}
+
+async function weighAndSample(input: ReturnType<typeof WeightInputSchema.parse>, progress: ProgressReporter, paths: WeightPaths): Promise<WeightOutput> {
+  const { labelsPath, samplesPath, summaryPath, configHash, labelInputs, sampleInputs } = paths;
   const verdicts = new Map<string, JudgeVerdict>();
   for await (const judgement of artifactRows(input.judgements.uri, (row) => JudgementSchema.parse(row))) {
     verdicts.set(judgementKey(judgement.trajectoryId, judgement.path), judgement.verdict);
