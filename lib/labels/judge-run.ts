@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JUDGE_REPLY_MAX_CHARS, JudgeCandidateSchema, type JudgeCandidate, type Judgement } from '../../schemas/judge';
+import { followAbort } from '../llm/abort';
 import { createChatCompletion } from '../llm/chat';
 import { createLlmClient } from '../llm/client';
 import { createLimiter, DEFAULT_LLM_CONCURRENCY } from '../llm/concurrency';
@@ -152,9 +153,10 @@ export async function judgeCandidates(options: JudgeRunOptions): Promise<JudgeRu
   const model = client?.endpoint.model ?? null;
   const limiter = createLimiter(concurrency);
 
-  // `fatal` stops the run; `internal` cancels the calls in flight when it is set.
+  // `fatal` stops the run; `internal` cancels the calls in flight when it is set or when the caller aborts.
   const internal = new AbortController();
-  const callSignal = options.signal ? AbortSignal.any([options.signal, internal.signal]) : internal.signal;
+  const unlinkCaller = followAbort(options.signal, internal);
+  const callSignal = internal.signal;
   let fatal: { error: unknown } | undefined;
   const stop = (error: unknown) => {
     if (fatal) return;
@@ -304,6 +306,7 @@ export async function judgeCandidates(options: JudgeRunOptions): Promise<JudgeRu
   }
   await limiter.idle();
   await delivery;
+  unlinkCaller();
   progress();
 
   if (options.signal?.aborted) throw options.signal.reason;

@@ -1,4 +1,5 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { followAbort } from './abort';
 import {
   LlmAuthError,
   LlmMalformedResponseError,
@@ -139,15 +140,20 @@ export function classifyLlmFailure(error: unknown, endpoint: string, model: stri
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
+    const waker = new AbortController();
+    const unlink = followAbort(signal, waker);
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      unlink();
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    waker.signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(waker.signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -189,15 +195,15 @@ export async function callWithRetries<T>(
   for (let attemptNumber = 1; attemptNumber <= policy.maxAttempts; attemptNumber++) {
     if (signal?.aborted) throw signal.reason;
     const attemptController = new AbortController();
+    const unlink = followAbort(signal, attemptController);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       attemptController.abort(new Error(`attempt timed out after ${policy.timeoutMs} ms`));
     }, policy.timeoutMs);
-    const attemptSignal = signal ? AbortSignal.any([signal, attemptController.signal]) : attemptController.signal;
     let failure: FailureClass;
     try {
-      const value = await attempt(attemptSignal, attemptNumber);
+      const value = await attempt(attemptController.signal, attemptNumber);
       return { value, attempts: attemptNumber };
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
@@ -207,6 +213,7 @@ export async function callWithRetries<T>(
         : classifyLlmFailure(error, options.endpoint, options.model);
     } finally {
       clearTimeout(timer);
+      unlink();
     }
     if (failure.kind === 'fatal') throw failure.error;
     lastReason = failure.reason;
