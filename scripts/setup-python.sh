@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Create or refresh the repository's Python virtualenv (.venv) from the pinned
+# closure in trainer/requirements.txt (trainer: torch, transformers, peft, ...;
+# tests and tools: pytest, rank_bm25, numpy).
+#
+# Idempotent and quick when nothing changed: the venv keeps a stamp with the
+# requirements' sha256 and the script returns at once when it matches.
+# A fresh install downloads ~3 GB (torch's CUDA wheel and its nvidia libraries;
+# PyPI has no CPU-only Linux wheel) and takes a few minutes.
+#
+#   scripts/setup-python.sh            # .venv in the repo root
+#   CODEGREP_VENV=/path/to/venv PYTHON=python3.11 scripts/setup-python.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${CODEGREP_VENV:-$ROOT/.venv}"
+REQUIREMENTS="$ROOT/trainer/requirements.txt"
+PYTHON="${PYTHON:-python3}"
+STAMP="$VENV/.codegrep-requirements.sha256"
+
+if [ ! -f "$REQUIREMENTS" ]; then
+  echo "setup-python: $REQUIREMENTS is missing" >&2
+  exit 1
+fi
+WANT="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
+
+venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
+
+if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+  echo "setup-python: $VENV is up to date"
+  exit 0
+fi
+
+# One setup at a time per venv (CI and a worker may start together).
+LOCK="${TMPDIR:-/tmp}/codegrep-setup-python-$(printf '%s' "$VENV" | sha256sum | cut -c1-12).lock"
+exec 9>"$LOCK"
+flock 9
+if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+  echo "setup-python: $VENV is up to date"
+  exit 0
+fi
+
+if ! venv_ok; then
+  if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    echo "setup-python: '$PYTHON' not found; install Python >= 3.10 or set PYTHON=" >&2
+    exit 1
+  fi
+  if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
+    echo "setup-python: $("$PYTHON" --version 2>&1) is too old; Python >= 3.10 is required" >&2
+    exit 1
+  fi
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+START=$(date +%s)
+echo "setup-python: installing trainer/requirements.txt into $VENV (first time: a few minutes, ~6 GB)"
+# --no-deps: the file is the complete pinned closure (see its header for why triton is left out).
+"$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps -r "$REQUIREMENTS"
+"$VENV/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, rank_bm25, pytest, numpy' \
+  || { echo "setup-python: the installed packages do not import" >&2; exit 1; }
+echo "$WANT" > "$STAMP"
+echo "setup-python: done in $(( $(date +%s) - START )) s ($(du -sh "$VENV" | cut -f1))"

@@ -1,0 +1,1 @@
+"""GRPO / GSPO / Dr.GRPO trainer for the codegrep retrieval policy (see README.md)."""

@@ -1,0 +1,292 @@
+"""GRPO / GSPO / Dr.GRPO training of a LoRA code-retrieval policy.
+
+    python -m trainer.train --config cfg.json [--resume latest|<checkpoint dir>]
+
+One step: draw B instance ids (seeded per-epoch order) -> open G episodes per
+instance on the environment server -> play all B x G rollouts turn by turn in
+batched generations -> rewards, group advantages (x s(c̄) when the environment
+sends it) -> one policy update (loss.py) -> print one JSON line -> every N
+steps an atomic checkpoint.
+
+stdout carries only JSON lines, each with an "event": "start", "resumed",
+"step" (one per training step), "checkpoint", "stopped" or "done". Anything
+else (library warnings, progress notes) goes to stderr.
+
+SIGTERM / SIGINT: a stop between two rollout turns abandons the step (its
+episodes are closed, nothing was learnt from it) and checkpoints the state
+from the step's start; a stop during the update lets the update finish and
+checkpoints after it. Either way the process exits 0 and `--resume latest`
+continues with the same data order and RNG streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, resolve_resume,
+                         restore_rng_state, save_checkpoint)
+from .config import TrainConfig, config_to_dict, load_config
+from .data import data_fingerprint, load_instance_ids, next_batch
+from .env_client import EnvClient
+from .loss import group_advantages, loss_settings
+from .policy import count_parameters, load_policy, pick_device_and_dtype, trainable_parameters
+from .rollout import (HFGenerator, RolloutLimits, Sampling, StepAborted, VllmGenerator, run_rollouts,
+                      stop_token_ids)
+from .schedule import warmup_cosine
+from .tokens import ChatTokens
+from .update import TrainItem, policy_update
+
+
+class StopRequest:
+    """Set by SIGTERM / SIGINT; polled at safe points of the loop."""
+
+    def __init__(self):
+        self.requested = False
+        self.signal_name = None
+        self._previous = {}
+
+    def _handle(self, signum, _frame):
+        self.requested = True
+        self.signal_name = signal.Signals(signum).name
+        log(f"received {self.signal_name}: stopping at the next safe point")
+
+    def install(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def uninstall(self):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def log(message: str) -> None:
+    print(f"[trainer] {message}", file=sys.stderr, flush=True)
+
+
+class Emitter:
+    """JSON lines to stdout; step lines are also appended to <output_dir>/metrics.jsonl."""
+
+    def __init__(self, output_dir: str):
+        self.metrics_path = os.path.join(output_dir, "metrics.jsonl")
+
+    def __call__(self, event: str, **fields) -> None:
+        line = json.dumps({"event": event, **fields}, sort_keys=False)
+        print(line, flush=True)
+        if event == "step":
+            with open(self.metrics_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def env_seed(seed: int, step: int) -> int:
+    """The seed sent to /episodes/open: fixed per (run seed, step), so a
+    resumed step asks the server for the same episodes."""
+    return (seed * 1_000_003 + step) % 2**31
+
+
+def make_generator(cfg: TrainConfig, model, tokenizer, stops: list, device):
+    sampling = Sampling(cfg.temperature, cfg.top_p, cfg.top_k)
+    use_vllm = cfg.generator == "vllm"
+    if cfg.generator == "auto" and device.type == "cuda":
+        try:
+            import vllm  # noqa: F401
+            use_vllm = True
+        except ImportError:
+            use_vllm = False
+    if use_vllm:
+        return VllmGenerator(cfg.model_path, model, cfg.lora.r, stops, sampling, cfg.max_seq_len, cfg.seed,
+                             cfg.vllm.gpu_memory_utilization, cfg.vllm.enable_prefix_caching,
+                             os.path.join(cfg.output_dir, "vllm-adapters"))
+    return HFGenerator(model, tokenizer.pad_token_id, stops, sampling, device)
+
+
+def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_unanswered: bool) -> tuple:
+    """Group rollouts by instance, compute advantages; return (rollouts in group order, items).
+
+    An instance drawn twice in one batch (the batch crossed an epoch boundary)
+    has 2G episodes: they form two groups, since episodes of one instance are
+    interchangeable.
+    """
+    by_instance = OrderedDict()
+    for r in rollouts:
+        by_instance.setdefault(r.episode.instance_id, []).append(r)
+    groups = []
+    for instance, members in by_instance.items():
+        if len(members) % group_size:
+            raise RuntimeError(f"instance {instance}: {len(members)} rollouts, not a multiple of group_size {group_size}")
+        groups.extend(members[k:k + group_size] for k in range(0, len(members), group_size))
+    ordered = [r for members in groups for r in members]
+    rewards = torch.tensor([[r.outcome.reward for r in m] for m in groups])
+    scales = torch.tensor([[r.outcome.advantage_scale for r in m] for m in groups])
+    advantages = group_advantages(rewards, normalize_std, scales).flatten().tolist()
+    items = []
+    for r, adv in zip(ordered, advantages):
+        masked = mask_unanswered and r.outcome.hit_turn_limit and not r.outcome.answered
+        items.append(TrainItem(ids=r.sequence.ids, mask=r.sequence.mask, advantage=adv,
+                               weight=0.0 if masked else 1.0))
+    return ordered, items
+
+
+def rollout_metrics(rollouts: list, items: list) -> dict:
+    rewards = np.array([r.outcome.reward for r in rollouts], dtype=np.float64)
+    keys = sorted({k for r in rollouts for k in r.outcome.components})
+    components = {k: float(np.mean([r.outcome.components.get(k, 0.0) for r in rollouts])) for k in keys}
+    mean = lambda xs: float(np.mean(xs)) if len(xs) else 0.0  # noqa: E731
+    return {
+        "reward_mean": float(rewards.mean()),
+        "reward_std": float(rewards.std()),
+        "reward_components": components,
+        "turns_mean": mean([r.outcome.turns for r in rollouts]),
+        "tool_calls_per_turn_mean": mean([r.outcome.tool_calls_per_turn for r in rollouts]),
+        "advantage_scale_mean": mean([r.outcome.advantage_scale for r in rollouts]),
+        "answered_ratio": mean([r.outcome.answered for r in rollouts]),
+        "hit_turn_limit_ratio": mean([r.outcome.hit_turn_limit for r in rollouts]),
+        "masked_ratio": mean([it.weight == 0 for it in items]),
+        "completion_len_mean": mean([r.generated_tokens for r in rollouts]),
+        "truncated_ratio": mean([r.budget_exhausted for r in rollouts]),
+    }
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m trainer.train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="path to the JSON config (see trainer/README.md)")
+    parser.add_argument("--resume", default=None,
+                        help="'latest' = newest complete checkpoint in output_dir (start fresh if none), "
+                             "or a checkpoint directory")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cfg = load_config(args.config)
+    os.makedirs(cfg.output_dir, exist_ok=True)
+    emit = Emitter(cfg.output_dir)
+    stop = StopRequest().install()
+    try:
+        return train(cfg, args.resume, emit, stop)
+    finally:
+        stop.uninstall()
+
+
+def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
+    seed_everything(cfg.seed)
+    device, dtype = pick_device_and_dtype(cfg.dtype)
+    instance_ids = load_instance_ids(cfg.data.instance_ids, cfg.data.path, cfg.data.column)
+    fingerprint = data_fingerprint(instance_ids, cfg.seed)
+
+    model, tokenizer = load_policy(cfg.model_path, cfg.lora, dtype, device,
+                                   cfg.gradient_checkpointing and device.type == "cuda")
+    chat = ChatTokens(tokenizer, cfg.chat_template_kwargs)
+    stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_cosine(cfg.total_steps * cfg.mini_batches_per_step, cfg.warmup_ratio))
+    settings = loss_settings(cfg.algorithm, cfg.max_new_tokens, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
+                             kl_beta=cfg.kl_beta, normalize_advantage_std=cfg.normalize_advantage_std)
+    limits = RolloutLimits(cfg.max_turns, cfg.max_new_tokens,
+                           cfg.max_new_tokens_per_turn or cfg.max_new_tokens, cfg.max_seq_len)
+
+    step, position = 0, DataPosition()
+    checkpoint = resolve_resume(cfg.output_dir, resume)
+    if checkpoint is not None:
+        state, rng_state = load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
+        if state.get("data_fingerprint") != fingerprint:
+            raise RuntimeError(f"checkpoint {checkpoint} was trained on a different data order "
+                               f"(fingerprint {state.get('data_fingerprint')} != {fingerprint}: "
+                               "samples or seed changed); refusing to resume")
+        step, position = state["step"], DataPosition(state["data_epoch"], state["data_index"])
+        restore_rng_state(rng_state)
+        emit("resumed", step=step, checkpoint=checkpoint)
+    elif resume is not None:
+        log(f"--resume {resume}: no complete checkpoint in {cfg.output_dir}; starting from step 0")
+
+    total, trainable = count_parameters(model)
+    generator = make_generator(cfg, model, tokenizer, stops, device)
+    emit("start", step=step, total_steps=cfg.total_steps, algorithm=cfg.algorithm, device=str(device),
+         dtype=str(dtype).replace("torch.", ""), generator=generator.name, parameters=total,
+         trainable_parameters=trainable, instances=len(instance_ids), loss=settings.__dict__)
+    with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config_to_dict(cfg), f, indent=2)
+
+    client = EnvClient(cfg.env_url, cfg.env_timeout_s)
+    last_saved = step if checkpoint is not None else None
+
+    def save(at_step: int, rng_state: dict, at_position: DataPosition) -> str:
+        path = save_checkpoint(cfg.output_dir, at_step, model=model, optimizer=optimizer, scheduler=scheduler,
+                               rng_state=rng_state, data_position=at_position,
+                               extra_state={"data_fingerprint": fingerprint, "algorithm": cfg.algorithm,
+                                            "total_steps": cfg.total_steps},
+                               keep=cfg.keep_checkpoints)
+        emit("checkpoint", step=at_step, path=path)
+        return path
+
+    while step < cfg.total_steps:
+        if stop.requested:
+            break
+        rng_at_start, position_at_start = capture_rng_state(), position
+        batch_ids, next_position = next_batch(instance_ids, cfg.seed, position, cfg.batch_size)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        started = time.perf_counter()
+        generator.sync_weights(step)
+        try:
+            rollouts = run_rollouts(client, generator, chat, batch_ids, cfg.group_size, env_seed(cfg.seed, step),
+                                    limits, lambda: stop.requested)
+        except StepAborted:
+            # Nothing was learnt from this step: checkpoint its starting state.
+            path = save(step, rng_at_start, position_at_start) if last_saved != step else None
+            emit("stopped", step=step, signal=stop.signal_name, checkpoint=path, aborted_step=step + 1)
+            return 0
+        rolled = time.perf_counter()
+        rollouts, items = training_items(rollouts, cfg.group_size, settings.normalize_advantage_std,
+                                         cfg.mask_unanswered_at_turn_limit)
+        update = policy_update(model, optimizer, scheduler, items, settings, pad_id=tokenizer.pad_token_id,
+                               device=device, micro_batch_tokens=cfg.micro_batch_tokens,
+                               mini_batches=cfg.mini_batches_per_step, max_grad_norm=cfg.max_grad_norm,
+                               track_kl=cfg.track_kl)
+        updated = time.perf_counter()
+        step, position = step + 1, next_position
+
+        rollout_tokens = sum(r.generated_tokens for r in rollouts)
+        metrics = {"step": step, "epoch": position_at_start.epoch, **rollout_metrics(rollouts, items),
+                   "kl": update["kl"], "loss": update["loss"], "clip_ratio": update["clip_ratio"],
+                   "grad_norm": update["grad_norm"], "lr": update["lr"],
+                   "step_time_s": updated - started, "rollout_time_s": rolled - started,
+                   "update_time_s": updated - rolled, "rollout_tokens": rollout_tokens,
+                   "train_tokens": update["train_tokens"],
+                   "rollout_tokens_per_s": rollout_tokens / max(rolled - started, 1e-9),
+                   "train_tokens_per_s": update["train_tokens"] / max(updated - rolled, 1e-9)}
+        if device.type == "cuda":
+            metrics["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
+        checkpoint_path = None
+        if step % cfg.checkpoint_every == 0 or step == cfg.total_steps or stop.requested:
+            checkpoint_path = save(step, capture_rng_state(), position)
+            last_saved = step
+        emit("step", **metrics, checkpoint=checkpoint_path)
+
+    if stop.requested:
+        path = save(step, capture_rng_state(), position) if last_saved != step else None
+        emit("stopped", step=step, signal=stop.signal_name, checkpoint=path)
+        return 0
+    emit("done", step=step)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
