@@ -1,0 +1,4 @@
+export * from './params';
+export * from './tool-efficiency';
+export * from './codegrep';
+export * from './codescout';
