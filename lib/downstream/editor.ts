@@ -1,0 +1,323 @@
+import { constants, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { EditorArgsSchema, type EditorArgs } from '../../schemas/downstream';
+import type { ToolResult } from '../../schemas/tools';
+import { canonicalRoot, guardPath, isInside } from '../sandbox/paths';
+import { displayPath, errorResult } from '../sandbox/tool-result';
+
+/**
+ * The built-in downstream agent's file viewer/editor, `str_replace_editor`, with the semantics SWE-agent and
+ * OpenHands give it:
+ * - `view`: a file with line numbers (`cat -n` layout), optionally `view_range` [start, end] (end −1 = to the
+ *   end); a directory as its non-hidden entries up to 2 levels deep.
+ * - `str_replace`: `old_str` must occur exactly once (none → "did not appear verbatim", several → the lines
+ *   where it does); replaced by `new_str` (default ''). Shows the edited region.
+ * - `insert`: `new_str` after line `insert_line` (0 = top of the file).
+ * - `create`: a new file with `file_text`, parent directories made as needed; refuses an existing path.
+ *
+ * Every path goes through lib/sandbox's path guard (resolved against the worktree root, canonicalised with
+ * realpath, refused when it leaves the root — `..`, outside absolute paths, symlinks pointing out) and the
+ * write goes to the canonical path, so no edit can land outside the worktree. `.git` is refused: rewriting
+ * the worktree's `.git` file would point git at another repository. Files are edited as exact text (no tab
+ * expansion, line endings kept); binary, non-UTF-8 and oversized files are refused, never rewritten.
+ * Never throws: every refusal is an error observation for the model.
+ */
+export const EDITOR_LIMITS = {
+  /** Largest file view/edit will load. */
+  maxFileBytes: 4 * 1024 * 1024,
+  /** Longest observation; beyond it the output is clipped with a note on how to see the rest. */
+  maxOutputChars: 16_000,
+  /** Lines shown above and below an edit. */
+  snippetContextLines: 4,
+  /** Entries listed by a directory view. */
+  maxDirectoryEntries: 400,
+} as const;
+
+const CLIPPED_NOTE =
+  '<response clipped><NOTE>To save context only part of this output is shown. View a smaller part with view_range, or search with the terminal tool (rg -n).</NOTE>';
+
+function clip(text: string): ToolResult {
+  if (text.length <= EDITOR_LIMITS.maxOutputChars) return { status: 'ok', output: text };
+  return { status: 'truncated', output: `${text.slice(0, EDITOR_LIMITS.maxOutputChars)}\n${CLIPPED_NOTE}`, message: 'output clipped' };
+}
+
+function numbered(lines: readonly string[], firstNumber: number): string {
+  return lines.map((line, i) => `${String(firstNumber + i).padStart(6)}\t${line}`).join('\n');
+}
+
+/** Splits file text into lines without the final newline's empty tail; '' has no lines. */
+function splitLines(text: string): { lines: string[]; trailingNewline: boolean } {
+  if (text === '') return { lines: [], trailingNewline: false };
+  const trailingNewline = text.endsWith('\n');
+  return { lines: (trailingNewline ? text.slice(0, -1) : text).split('\n'), trailingNewline };
+}
+
+function joinLines(lines: readonly string[], trailingNewline: boolean): string {
+  return lines.length === 0 ? '' : lines.join('\n') + (trailingNewline ? '\n' : '');
+}
+
+function isGitPath(relative: string): boolean {
+  const first = relative.split(path.sep)[0];
+  return first === '.git';
+}
+
+type Loaded = { ok: true; absolute: string; relative: string; text: string } | { ok: false; result: ToolResult };
+
+/** Guards `userPath`, requires a regular text file, and reads it. */
+async function loadTextFile(root: string, userPath: string, forWriting: boolean): Promise<Loaded> {
+  const guarded = await guardPath(root, userPath);
+  if (!guarded.ok) return { ok: false, result: errorResult(guarded.message) };
+  if (isGitPath(guarded.relative)) return { ok: false, result: errorResult(`path ${JSON.stringify(userPath)} is inside .git; refused`) };
+  if (guarded.kind === 'directory') {
+    return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a directory${forWriting ? '; only files can be edited' : ''}`) };
+  }
+  if (guarded.kind !== 'file') return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is not a regular file`) };
+  if (guarded.size > EDITOR_LIMITS.maxFileBytes) {
+    return {
+      ok: false,
+      result: errorResult(`${displayPath(guarded.relative)} is ${guarded.size} bytes, over the editor's ${EDITOR_LIMITS.maxFileBytes}-byte limit; use the terminal tool (sed -n 'N,Mp') to read parts of it`),
+    };
+  }
+  let bytes: Buffer;
+  try {
+    // O_NOFOLLOW: the canonical path has no symlink left; if one was swapped in since, refuse rather than follow.
+    const handle = await fs.open(guarded.absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      bytes = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    return { ok: false, result: errorResult(`cannot read ${displayPath(guarded.relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`) };
+  }
+  if (bytes.includes(0)) return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a binary file; not shown or edited`) };
+  const text = bytes.toString('utf8');
+  if (forWriting && !Buffer.from(text, 'utf8').equals(bytes)) {
+    return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is not valid UTF-8; it is not edited (rewriting it would corrupt it)`) };
+  }
+  return { ok: true, absolute: guarded.absolute, relative: guarded.relative, text };
+}
+
+async function writeExisting(absolute: string, text: string): Promise<void> {
+  // O_NOFOLLOW on the canonical path (see loadTextFile); truncating in place keeps the file's mode.
+  const handle = await fs.open(absolute, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
+  try {
+    await handle.writeFile(text, 'utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+function snippetAround(lines: readonly string[], firstChanged: number, lastChanged: number): string {
+  const from = Math.max(1, firstChanged - EDITOR_LIMITS.snippetContextLines);
+  const to = Math.min(lines.length, lastChanged + EDITOR_LIMITS.snippetContextLines);
+  return numbered(lines.slice(from - 1, to), from);
+}
+
+const REVIEW = 'Review the changes and make sure they are as expected. Edit the file again if necessary.';
+
+async function view(root: string, args: EditorArgs): Promise<ToolResult> {
+  const guarded = await guardPath(root, args.path);
+  if (!guarded.ok) return errorResult(guarded.message);
+  if (isGitPath(guarded.relative)) return errorResult(`path ${JSON.stringify(args.path)} is inside .git; refused`);
+  if (guarded.kind === 'directory') {
+    if (args.view_range !== undefined) return errorResult('view_range is only allowed when path is a file, not a directory');
+    return viewDirectory(guarded.absolute, guarded.relative);
+  }
+  const loaded = await loadTextFile(root, args.path, false);
+  if (!loaded.ok) return loaded.result;
+  const { lines } = splitLines(loaded.text);
+  const shown = displayPath(loaded.relative);
+  if (args.view_range === undefined) {
+    if (lines.length === 0) return { status: 'ok', output: `${shown} is empty.` };
+    return clip(`Here's the result of running \`cat -n\` on ${shown}:\n${numbered(lines, 1)}\n`);
+  }
+  const [start, end] = args.view_range as [number, number];
+  if (start < 1 || start > Math.max(1, lines.length)) {
+    return errorResult(`invalid view_range [${start}, ${end}]: the first line must be between 1 and ${lines.length} (the file's line count)`);
+  }
+  if (end !== -1 && (end < start || end > lines.length)) {
+    return errorResult(`invalid view_range [${start}, ${end}]: the last line must be -1 or between ${start} and ${lines.length}`);
+  }
+  const last = end === -1 ? lines.length : end;
+  return clip(`Here's the result of running \`cat -n\` on ${shown} (lines ${start}-${last}):\n${numbered(lines.slice(start - 1, last), start)}\n`);
+}
+
+async function viewDirectory(absolute: string, relative: string): Promise<ToolResult> {
+  const entries: string[] = [];
+  let more = false;
+  const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
+    let names: import('node:fs').Dirent[];
+    try {
+      names = await fs.readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of names) {
+      if (entry.name.startsWith('.')) continue;
+      if (entries.length >= EDITOR_LIMITS.maxDirectoryEntries) {
+        more = true;
+        return;
+      }
+      const childRel = rel === '.' ? entry.name : `${rel}/${entry.name}`;
+      // Symlinks are listed, never followed: a link to a directory outside the root stays unexplored.
+      const isDir = entry.isDirectory();
+      entries.push(displayPath(childRel) + (isDir ? '/' : ''));
+      if (isDir && depth < 2) await walk(path.join(dir, entry.name), childRel, depth + 1);
+    }
+  };
+  await walk(absolute, relative, 1);
+  const header = `Here's the files and directories up to 2 levels deep in ${relative === '.' ? 'the repository root' : displayPath(relative)}, excluding hidden items:`;
+  const footer = more ? `\n[more than ${EDITOR_LIMITS.maxDirectoryEntries} entries; view a subdirectory]` : '';
+  return clip(`${header}\n${entries.join('\n')}${footer}\n`);
+}
+
+/** Line numbers (1-based) where each non-overlapping occurrence of `needle` starts. */
+function occurrenceLines(text: string, needle: string): number[] {
+  const lines: number[] = [];
+  let from = 0;
+  for (;;) {
+    const at = text.indexOf(needle, from);
+    if (at === -1) return lines;
+    lines.push(text.slice(0, at).split('\n').length);
+    from = at + needle.length;
+  }
+}
+
+async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
+  if (args.old_str === undefined || args.old_str === '') return errorResult('str_replace needs a non-empty old_str');
+  const oldStr = args.old_str;
+  const newStr = args.new_str ?? '';
+  if (oldStr === newStr) return errorResult('No replacement was performed: new_str and old_str must be different.');
+  const loaded = await loadTextFile(root, args.path, true);
+  if (!loaded.ok) return loaded.result;
+  const shown = displayPath(loaded.relative);
+  const found = occurrenceLines(loaded.text, oldStr);
+  if (found.length === 0) return errorResult(`No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in ${shown}.`);
+  if (found.length > 1) {
+    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${found.join(', ')}]. Please ensure it is unique.`);
+  }
+  const at = loaded.text.indexOf(oldStr);
+  const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
+  try {
+    await writeExisting(loaded.absolute, updated);
+  } catch (error) {
+    return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  const firstLine = found[0]!;
+  const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
+  const { lines } = splitLines(updated);
+  return clip(`The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`);
+}
+
+async function insert(root: string, args: EditorArgs): Promise<ToolResult> {
+  if (args.insert_line === undefined) return errorResult('insert needs insert_line (the line after which new_str goes; 0 for the top)');
+  if (args.new_str === undefined) return errorResult('insert needs new_str (the text to insert)');
+  const loaded = await loadTextFile(root, args.path, true);
+  if (!loaded.ok) return loaded.result;
+  const shown = displayPath(loaded.relative);
+  const { lines, trailingNewline } = splitLines(loaded.text);
+  if (args.insert_line > lines.length) {
+    return errorResult(`invalid insert_line ${args.insert_line}: it must be between 0 and ${lines.length} (the file's line count)`);
+  }
+  const inserted = splitLines(args.new_str.endsWith('\n') ? args.new_str : `${args.new_str}\n`).lines;
+  const updatedLines = [...lines.slice(0, args.insert_line), ...inserted, ...lines.slice(args.insert_line)];
+  // A file that ended without a newline keeps that unless the insertion became its new last line.
+  const endsWithNewline = trailingNewline || lines.length === 0 || args.insert_line === lines.length;
+  try {
+    await writeExisting(loaded.absolute, joinLines(updatedLines, endsWithNewline));
+  } catch (error) {
+    return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  return clip(
+    `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of the edited file:\n` +
+      `${snippetAround(updatedLines, args.insert_line + 1, args.insert_line + inserted.length)}\n${REVIEW}`,
+  );
+}
+
+async function create(rootPath: string, args: EditorArgs): Promise<ToolResult> {
+  if (args.file_text === undefined) return errorResult('create needs file_text (the content of the new file)');
+  const userPath = args.path;
+  if (userPath.includes('\0')) return errorResult('path contains a NUL byte; refused');
+  const root = await canonicalRoot(rootPath);
+  if (!root.ok) return errorResult(root.message);
+
+  let lexical: string;
+  if (path.isAbsolute(userPath)) {
+    const normalized = path.normalize(userPath);
+    const givenRoot = path.resolve(rootPath);
+    if (isInside(root.root, normalized)) lexical = normalized;
+    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
+    else return errorResult(`path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
+  } else {
+    lexical = path.resolve(root.root, userPath);
+    if (!isInside(root.root, lexical)) return errorResult(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
+  }
+  if (lexical === root.root) return errorResult('create needs a file path, not the repository root');
+  const relative = path.relative(root.root, lexical);
+  if (isGitPath(relative)) return errorResult(`path ${JSON.stringify(userPath)} is inside .git; refused`);
+  const exists = await fs.lstat(lexical).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => error.code !== 'ENOENT',
+  );
+  if (exists) return errorResult(`File already exists at: ${displayPath(relative)}. Cannot overwrite files using command \`create\`.`);
+
+  // The nearest existing ancestor must be a directory inside the root once every symlink is resolved; the
+  // components below it do not exist yet, so they cannot be links.
+  let ancestor = path.dirname(lexical);
+  const missing: string[] = [path.basename(lexical)];
+  while (ancestor !== root.root && !(await fs.lstat(ancestor).then(() => true, () => false))) {
+    missing.unshift(path.basename(ancestor));
+    ancestor = path.dirname(ancestor);
+  }
+  const guardedAncestor = await guardPath(root.root, ancestor);
+  if (!guardedAncestor.ok) return errorResult(guardedAncestor.message);
+  if (guardedAncestor.kind !== 'directory') return errorResult(`${displayPath(guardedAncestor.relative)} is not a directory`);
+  const target = path.join(guardedAncestor.absolute, ...missing);
+  if (!isInside(root.root, target)) return errorResult(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
+  try {
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    // 'wx' = O_CREAT|O_EXCL: fails on anything already there, a dangling symlink included.
+    await fs.writeFile(target, args.file_text, { flag: 'wx' });
+  } catch (error) {
+    return errorResult(`cannot create ${displayPath(relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  return { status: 'ok', output: `File created successfully at: ${displayPath(path.relative(root.root, target))}` };
+}
+
+/**
+ * Runs one `str_replace_editor` call inside the worktree `root`. `rawArgs`: the JSON string of an OpenAI tool
+ * call or an object; keys whose value is null count as absent.
+ */
+export async function runEditor(root: string, rawArgs: unknown): Promise<ToolResult> {
+  let args: unknown = rawArgs;
+  if (typeof rawArgs === 'string') {
+    try {
+      args = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
+    } catch (error) {
+      return errorResult(`arguments for str_replace_editor are not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return errorResult('arguments for str_replace_editor must be a JSON object');
+  const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
+  const parsed = EditorArgsSchema.safeParse(withoutNulls);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.length ? i.path.join('.') : 'arguments'}: ${i.message}`);
+    return errorResult(`invalid arguments for str_replace_editor: ${issues.join('; ')}`);
+  }
+  try {
+    switch (parsed.data.command) {
+      case 'view':
+        return await view(root, parsed.data);
+      case 'str_replace':
+        return await strReplace(root, parsed.data);
+      case 'insert':
+        return await insert(root, parsed.data);
+      case 'create':
+        return await create(root, parsed.data);
+    }
+  } catch (error) {
+    return errorResult(`str_replace_editor failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

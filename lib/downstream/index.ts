@@ -1,0 +1,18 @@
+export type { DownstreamAgent, DownstreamAgentResult, DownstreamRunContext } from './agent';
+export { createBuiltinAgent, type BuiltinAgentOptions } from './builtin-agent';
+export { builtinAgentTools } from './builtin-tools';
+export { BUILTIN_SYSTEM_PROMPT, builtinUserPrompt } from './builtin-prompts';
+export { compileCommand, splitCommandLine, CommandTemplateError, type CommandTemplate, type CompiledCommand } from './command-template';
+export { runEditor, EDITOR_LIMITS } from './editor';
+export type { Harness } from './harness';
+export { injectCandidateFiles, promptForConfiguration, CANDIDATE_FILES_OPEN, CANDIDATE_FILES_CLOSE, type Injection } from './inject';
+export { createLocalHarness, type LocalHarnessOptions, type TestRunner } from './local-harness';
+export { downstreamTable, formatDownstreamTable, formatTokens, type DownstreamTableOptions } from './metrics';
+export { createOpenHandsAdapter, OPENHANDS_PLACEHOLDERS, type OpenHandsAdapterOptions } from './openhands-adapter';
+export { summarizeOpenHandsOutput, historyToMessages } from './openhands-output';
+export { PAPER_DOWNSTREAM_AGENT } from './params';
+export { runDownstreamInstance, type RunDownstreamInstanceOptions, type DownstreamInstanceRun } from './run-instance';
+export { runProcess, type ProcessResult } from './run-process';
+export { gitRunWorktrees, type RunWorktree, type RunWorktreeFactory, type GitRunWorktreeOptions } from './run-worktree';
+export { createSweBenchHarness, SWEBENCH_PLACEHOLDERS, type SweBenchHarness, type SweBenchHarnessOptions } from './swebench-adapter';
+export { workspacePatch } from './workspace-patch';

@@ -1,0 +1,4 @@
+export { mcnemarExact, binomialLowerTailHalf, type McNemarResult } from './mcnemar';
+export { splitPaired, pairedMeans, type PairedSplit, type PairedMeans } from './paired';
+// Bootstrap intervals are lib/metrics' (one implementation for the whole project).
+export { bootstrapCI, type BootstrapOptions, type ConfidenceInterval } from '../metrics/summary';
