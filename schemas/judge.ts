@@ -41,7 +41,10 @@ export const JudgementSchema = z.object({
   instanceId: z.string().min(1),
   path: z.string().min(1),
   verdict: JudgeVerdictSchema,
-  /** The judge's answer (thinking removed), cut to JUDGE_REPLY_MAX_CHARS; empty when no reply was received. */
+  /**
+   * The judge's answer with <think> blocks removed (the raw reply when nothing else is left), cut to
+   * JUDGE_REPLY_MAX_CHARS; empty when no reply was received.
+   */
   reply: z.string().max(JUDGE_REPLY_MAX_CHARS),
   /** HTTP attempts spent on this candidate; 0 when no request was made. */
   attempts: z.number().int().nonnegative(),

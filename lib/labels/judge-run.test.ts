@@ -376,7 +376,7 @@ describe('judgeCandidates', () => {
     expect(progress.at(-1)).toBe(4);
   });
 
-  it('aborts the run when the sink fails, and rethrows its error', async () => {
+  it('aborts the run when the sink or the progress hook fails, and rethrows its error', async () => {
     const error = await run(oracle, {
       candidates: forty,
       onJudgement: () => {
@@ -385,6 +385,14 @@ describe('judgeCandidates', () => {
     }).catch((e: unknown) => e);
     expect(error).toEqual(new Error('disk full'));
     expect(server!.requests.length).toBeLessThan(forty.length);
+    await server!.close();
+
+    const progressError = await run(oracle, {
+      onProgress: () => {
+        throw new Error('heartbeat failed');
+      },
+    }).catch((e: unknown) => e);
+    expect(progressError).toEqual(new Error('heartbeat failed'));
   });
 });
 

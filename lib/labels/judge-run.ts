@@ -76,7 +76,7 @@ export interface JudgeRunOptions {
   maxAttempts?: number;
   backoff?: Partial<Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'maxRetryAfterMs'>>;
   maxConsecutiveErrors?: number;
-  /** Sampling temperature; null leaves it to the server. */
+  /** Sampling temperature, default 0 (repeatable verdicts); null leaves it to the server. */
   temperature?: number | null;
   /** Completion budget per call; unset leaves it to the server (reasoning judges need room to think). */
   maxTokens?: number;
@@ -179,25 +179,33 @@ export async function judgeCandidates(options: JudgeRunOptions): Promise<JudgeRu
         stop(error);
         return;
       }
-      switch (judgement.verdict) {
-        case 'RELEVANT':
-          counts.relevant += 1;
-          break;
-        case 'NOT_RELEVANT':
-          counts.notRelevant += 1;
-          break;
-        case 'SKIPPED':
-          counts.skipped += 1;
-          break;
-        case 'DEFAULTED':
-          if (judgement.error) counts.errors += 1;
-          else counts.defaulted += 1;
-          break;
+      tally(judgement);
+      try {
+        progress();
+      } catch (error) {
+        stop(error);
       }
-      progress();
     });
     return delivery;
   };
+
+  function tally(judgement: Judgement): void {
+    switch (judgement.verdict) {
+      case 'RELEVANT':
+        counts.relevant += 1;
+        break;
+      case 'NOT_RELEVANT':
+        counts.notRelevant += 1;
+        break;
+      case 'SKIPPED':
+        counts.skipped += 1;
+        break;
+      case 'DEFAULTED':
+        if (judgement.error) counts.errors += 1;
+        else counts.defaulted += 1;
+        break;
+    }
+  }
 
   let consecutiveErrors = 0;
 
@@ -296,6 +304,7 @@ export async function judgeCandidates(options: JudgeRunOptions): Promise<JudgeRu
       counts.inFlight += 1;
       void judgeOne(candidate)
         .then(deliver, stop)
+        .catch(stop)
         .finally(() => {
           counts.inFlight -= 1;
           release();
