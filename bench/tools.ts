@@ -148,7 +148,7 @@ export async function runToolsBench(argv: string[]): Promise<void> {
     const patterns = ['TODO', 'import ', 'class \\w+Error', 'def \\w+_node', 'function \\w+\\(', 'return null', 'raise ValueError', 'config'];
     const globs = ['**/*.py', '**/*.js', '**/test_*', '*.json', '**/*.d.ts'];
     const readFiles = Array.from({ length: 8 }, (_, k) => files[Math.floor((k * files.length) / 8)]!);
-    console.log(JSON.stringify({ bench: 'tools', root, files: files.length, patterns, globs, readFiles, rounds: args.rounds, calls64: args.calls64 }));
+    console.log(JSON.stringify({ bench: 'tools', root, source_files: files.length, patterns, globs, readFiles, rounds: args.rounds, calls64: args.calls64 }));
 
     const grepArgs = (p: string) => ['--no-config', '--color=never', '--no-heading', '--with-filename', '--line-number', '--null',
       '--hidden', '--no-ignore', '--sort=path', '--glob=!.git', '-e', p, '--'];
@@ -169,7 +169,7 @@ export async function runToolsBench(argv: string[]): Promise<void> {
         tool: 'glob',
         reference: 'rg-files-same-args',
         ours: globs.map((g) => () => timed(() => glob(root!, { pattern: g }, { engine: 'rg' }))),
-        raw: globs.map((g) => () => rawCall(rg, ['--no-config', '--files', '--null', '--hidden', '--no-ignore', `--glob=${g}`, '--glob=!.git'], root!)),
+        raw: globs.map((g) => () => rawCall(rg, ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--glob=${g}`, '--glob=!.git'], root!)),
       },
       {
         tool: 'read',

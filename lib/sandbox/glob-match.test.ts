@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { comparePaths, compileGlob, passesGlobs } from './glob-match';
+import { comparePaths, compileGlob, passesGlobs, sortPaths } from './glob-match';
 
 const FILES = [
   'a.txt', 'Makefile', 'b[1].txt', 'with space.md', 'x.min.js', 'x.js', '.hid/h.py', 'sub/a.txt', 'sub/c.py',
@@ -74,6 +74,7 @@ describe('comparePaths', () => {
       .split('\n')
       .filter(Boolean);
     expect([...FILES].sort(comparePaths)).toEqual(rg);
+    expect(sortPaths([...FILES].reverse())).toEqual(rg);
     expect(comparePaths('src/util/x.ts', 'src/util.txt')).toBeLessThan(0);
   });
 });

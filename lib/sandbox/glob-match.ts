@@ -158,16 +158,31 @@ export function passesGlobs(globs: CompiledGlob[], relativePath: string): boolea
 
 /**
  * Orders repository paths the way a depth-first walk with each directory's entries sorted by name does
- * (ripgrep --sort=path): component by component, so 'a/b' sorts before 'a.txt'.
+ * (ripgrep --sort=path): component by component, so 'a/b' sorts before 'a.txt'. That is plain string order
+ * with '/' ranked below every other character: at the first difference, the side with '/' has the shorter
+ * component, which sorts first.
  */
 export function comparePaths(a: string, b: string): number {
-  const pa = a.split('/');
-  const pb = b.split('/');
-  const n = Math.min(pa.length, pb.length);
+  const n = Math.min(a.length, b.length);
   for (let k = 0; k < n; k++) {
-    const x = pa[k]!;
-    const y = pb[k]!;
-    if (x !== y) return x < y ? -1 : 1;
+    const x = a.charCodeAt(k);
+    const y = b.charCodeAt(k);
+    if (x !== y) return (x === 0x2f ? -1 : x) - (y === 0x2f ? -1 : y);
   }
-  return pa.length - pb.length;
+  return a.length - b.length;
+}
+
+/**
+ * A key whose native string order is comparePaths order ('/' becomes NUL, which no path contains), so big
+ * lists sort with the engine's fast default comparison instead of a JS comparator.
+ */
+export function pathSortKey(relativePath: string): string {
+  return relativePath.replaceAll('/', '\0');
+}
+
+/** Sorts paths in comparePaths order (in place) and returns them. */
+export function sortPaths(paths: string[]): string[] {
+  const keyed = paths.map(pathSortKey).sort();
+  for (let k = 0; k < keyed.length; k++) paths[k] = keyed[k]!.replaceAll('\0', '/');
+  return paths;
 }

@@ -12,10 +12,18 @@ beforeAll(async () => {
     await fs.mkdir(path.join(fx.root, 'gen', `pkg${k % 20}`), { recursive: true });
     await fs.writeFile(path.join(fx.root, 'gen', `pkg${k % 20}`, `module_${k}.py`), '');
   }
+  // A listing far longer than what is decoded for display (rg's output is only counted past its head).
+  await Promise.all(
+    Array.from({ length: 30 }, async (_, d) => {
+      const dir = path.join(fx.root, 'wide', `directory_number_${String(d).padStart(2, '0')}`);
+      await fs.mkdir(dir, { recursive: true });
+      for (let k = 0; k < 50; k++) await fs.writeFile(path.join(dir, `a_rather_long_file_name_${k}.txt`), '');
+    }),
+  );
 });
 afterAll(() => fx.cleanup());
 
-const PATTERNS = ['*.py', 'src/**', '**/test_*.py', 'src/*.py', '*.{md,yml}', '/README.md', 'links/*', '*', '!gen/**', '**/util/*'];
+const PATTERNS = ['wide/**', '*.txt', '*.py', 'src/**', '**/test_*.py', 'src/*.py', '*.{md,yml}', '/README.md', 'links/*', '*', '!gen/**', '**/util/*'];
 
 describe.each<SearchEngine>(['rg', 'grep'])('glob tool [%s]', (engine) => {
   it('lists matching files, repo-relative and sorted by path', async () => {
@@ -52,6 +60,16 @@ describe.each<SearchEngine>(['rg', 'grep'])('glob tool [%s]', (engine) => {
     expect(lines.at(-1)).toBe(`[output cut to 4096 characters: ${shown} of 400 matching files shown; use a narrower pattern]`);
     expect(lines[0]).toBe('gen/pkg0/module_0.py');
     expect(r.message).toBe(lines.at(-1));
+  });
+
+  it('counts every match of a listing much longer than the screen', async () => {
+    const r = await glob(fx.root, { pattern: 'wide/**/*.txt' }, { engine });
+    expect(r.status).toBe('truncated');
+    const lines = r.output.split('\n');
+    expect(lines[0]).toBe('wide/directory_number_00/a_rather_long_file_name_0.txt');
+    expect(lines[1]).toBe('wide/directory_number_00/a_rather_long_file_name_1.txt');
+    expect(lines[2]).toBe('wide/directory_number_00/a_rather_long_file_name_10.txt');
+    expect(lines.at(-1)).toBe(`[output cut to 4096 characters: ${lines.length - 1} of 1500 matching files shown; use a narrower pattern]`);
   });
 
   it('refuses an invalid glob and a glob that climbs out with a reason', async () => {

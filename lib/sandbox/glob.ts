@@ -1,7 +1,7 @@
 import type { GlobArgs, ToolResult } from '../../schemas/tools';
 import { defaultEngine, engineExecutables, type SandboxOptions } from './engine';
-import { comparePaths, compileGlob, passesGlobs } from './glob-match';
-import { SANDBOX_LIMITS } from './limits';
+import { compileGlob, passesGlobs, sortPaths } from './glob-match';
+import { PAPER_LIMITS, SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
@@ -13,7 +13,7 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
   if (engine === 'rg') {
     return {
       executable,
-      args: ['--no-config', '--files', '--null', '--hidden', '--no-ignore', `--glob=${glob}`, '--glob=!.git'],
+      args: ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--glob=${glob}`, '--glob=!.git'],
     };
   }
   // find's -P default: symlinks are listed as links (and -type f drops them), never followed.
@@ -21,6 +21,76 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
     executable,
     args: ['.', '-mindepth', '1', '(', '-name', '.git', '-prune', ')', '-o', '-type', 'f', '-printf', '%P\\0'],
   };
+}
+
+/** Bytes of an already sorted listing kept for display: comfortably more than 4096 characters of paths. */
+const HEAD_BYTES = 4 * PAPER_LIMITS.maxOutputChars;
+
+interface Listing {
+  push(chunk: Buffer): 'more' | 'enough';
+  /** The first files in display order (at least a screenful when there are that many) and the total count. */
+  result(): { head: string[]; total: number; capped: boolean };
+}
+
+/**
+ * ripgrep --files --sort=path --null output arrives in display order: keep only its first HEAD_BYTES and
+ * count the rest's NUL terminators natively, so a 100k-file listing costs a count, not 100k strings.
+ */
+class SortedListing implements Listing {
+  private readonly head: Buffer[] = [];
+  private headBytes = 0;
+  private total = 0;
+  private capped = false;
+
+  push(chunk: Buffer): 'more' | 'enough' {
+    if (this.headBytes < HEAD_BYTES) {
+      this.head.push(Buffer.from(chunk));
+      this.headBytes += chunk.length;
+    }
+    for (let at = chunk.indexOf(0); at !== -1; at = chunk.indexOf(0, at + 1)) this.total += 1;
+    if (this.total >= SANDBOX_LIMITS.globListLimit) {
+      this.capped = true;
+      return 'enough';
+    }
+    return 'more';
+  }
+
+  result() {
+    const records = Buffer.concat(this.head).toString('utf8').split('\0');
+    records.pop(); // the text after the last NUL: empty, or a record cut at the head's end
+    return { head: records.map(displayPath), total: this.total, capped: this.capped };
+  }
+}
+
+/** find's output (directory order) filtered by the glob in JS and sorted: the GNU fallback. */
+class FilteredListing implements Listing {
+  private readonly files: string[] = [];
+  private capped = false;
+  private readonly splitter: LineSplitter;
+
+  constructor(keep: (file: string) => boolean) {
+    this.splitter = new LineSplitter(
+      SANDBOX_LIMITS.maxPathChars,
+      (record) => {
+        const file = displayPath(record.toString('utf8'));
+        if (!keep(file)) return 'more';
+        this.files.push(file);
+        if (this.files.length < SANDBOX_LIMITS.globListLimit) return 'more';
+        this.capped = true;
+        return 'enough';
+      },
+      0x00,
+    );
+  }
+
+  push(chunk: Buffer): 'more' | 'enough' {
+    return this.splitter.push(chunk);
+  }
+
+  result() {
+    if (!this.splitter.done) this.splitter.end();
+    return { head: sortPaths(this.files), total: this.files.length, capped: this.capped };
+  }
 }
 
 /**
@@ -49,39 +119,23 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   if (!compiled.ok) return errorResult(`glob: ${compiled.message}`);
 
   const limits = SANDBOX_LIMITS;
-  const files: string[] = [];
-  let listCapped = false;
-  const splitter = new LineSplitter(
-    limits.maxPathChars,
-    (record) => {
-      const file = displayPath(record.toString('utf8'));
-      if (engine === 'grep' && !passesGlobs([compiled.glob], file)) return 'more';
-      files.push(file);
-      if (files.length >= limits.globListLimit) {
-        listCapped = true;
-        return 'enough';
-      }
-      return 'more';
-    },
-    0x00,
-  );
+  const listing = engine === 'rg' ? new SortedListing() : new FilteredListing((file) => passesGlobs([compiled.glob], file));
   const timeoutMs = options.timeoutMs ?? limits.globTimeoutMs;
   const run = await runPipeline([listStage(engine, programs.list, normalized.pattern)], {
     cwd: canonical.root,
     timeoutMs,
     signal: options.signal,
-    onStdout: (chunk) => splitter.push(chunk),
+    onStdout: (chunk) => listing.push(chunk),
   });
-  if (!splitter.done) splitter.end();
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`glob could not start ${engine}: ${outcome.spawnError}`);
 
-  files.sort(comparePaths);
+  const { head: files, total: count, capped: listCapped } = listing.result();
   const body = files.join('\n');
-  const total = listCapped ? `more than ${limits.globListLimit}` : String(files.length);
+  const total = listCapped ? `more than ${limits.globListLimit}` : String(count);
   const fitted = fitOutput(body, [], (shownBody) => {
-    const count = shownBody ? shownBody.split('\n').length : 0;
-    return `[output cut to ${limits.maxOutputChars} characters: ${count} of ${total} matching files shown; use a narrower pattern]`;
+    const shown = shownBody ? shownBody.split('\n').length : 0;
+    return `[output cut to ${limits.maxOutputChars} characters: ${shown} of ${total} matching files shown; use a narrower pattern]`;
   });
   if (run.aborted) return errorResult('glob was cancelled', fitted.output);
   if (run.timedOut) {
@@ -98,6 +152,6 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
       output: `No files match ${JSON.stringify(args.pattern)} (patterns are relative to the repository root; a pattern without '/' matches at any depth).`,
     };
   }
-  if (!fitted.cut && !listCapped) return { status: 'ok', output: fitted.output };
+  if (!fitted.cut && !listCapped && files.length === count) return { status: 'ok', output: fitted.output };
   return { status: 'truncated', output: fitted.output, message: fitted.cutNote ?? `[more than ${limits.globListLimit} files match]` };
 }

@@ -1,7 +1,7 @@
 import type { GrepArgs, ToolResult } from '../../schemas/tools';
 import { sniffBinary } from './binary-file';
 import { defaultEngine, engineExecutables, type SandboxOptions } from './engine';
-import { comparePaths, compileGlob, passesGlobs, type CompiledGlob } from './glob-match';
+import { compileGlob, passesGlobs, pathSortKey, type CompiledGlob } from './glob-match';
 import { normalizeGlobPattern } from './glob-pattern';
 import { SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
@@ -12,6 +12,8 @@ import { displayPath, errorResult, seconds } from './tool-result';
 
 interface Match {
   path: string;
+  /** pathSortKey(path): sorting by it is comparePaths order with native string comparison. */
+  key: string;
   line: number;
   text: string;
 }
@@ -125,7 +127,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     if (text.length > limits.maxMatchLineChars || omitted > 0) {
       text = `${text.slice(0, limits.maxMatchLineChars)} …[line cut]`;
     }
-    matches.push({ path, line, text });
+    matches.push({ path, key: pathSortKey(path), line, text });
     if (matches.length >= limits.grepCountLimit) {
       countCapped = true;
       return 'enough';
@@ -145,7 +147,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`grep could not start ${engine}: ${outcome.spawnError}`);
 
-  matches.sort((a, b) => comparePaths(a.path, b.path) || a.line - b.line);
+  matches.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.line - b.line));
   const shown = matches.slice(0, limits.maxGrepMatches);
   const body = shown.map((m) => `${m.path}:${m.line}:${m.text}`).join('\n');
   const notes = [...binaryNotes];

@@ -20,10 +20,19 @@ export class LineSplitter {
     return this.stopped;
   }
 
+  /** Lines passed to onLine are only valid during the call (they may view the chunk): decode, don't keep. */
   push(chunk: Buffer): 'more' | 'enough' {
     let start = 0;
     while (!this.stopped && start < chunk.length) {
       const end = chunk.indexOf(this.separator, start);
+      if (end !== -1 && this.parts.length === 0 && this.droppedBytes === 0) {
+        // The common case: a whole line inside this chunk, passed as a view without copying.
+        const length = end - start;
+        const line = chunk.subarray(start, start + Math.min(length, this.maxLineBytes));
+        if (this.onLine(line, length) === 'enough') this.stopped = true;
+        start = end + 1;
+        continue;
+      }
       const stop = end === -1 ? chunk.length : end;
       this.keep(chunk.subarray(start, stop));
       if (end === -1) break;
