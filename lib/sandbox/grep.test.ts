@@ -128,3 +128,16 @@ describe.each<SearchEngine>(['rg', 'grep'])('grep tool [%s]', (engine) => {
     expect(await grep(path.join(fx.parent, 'gone'), { pattern: 'x' }, { engine })).toMatchObject({ status: 'error' });
   });
 });
+
+describe('grep match counting at the count limit', () => {
+  it('says "of 1000" for exactly 1000 matches and "more than 1000" for 1001', async () => {
+    await fs.writeFile(path.join(fx.root, 'k1000.txt'), Array.from({ length: 1000 }, (_, k) => `kilo ${k}`).join('\n') + '\n');
+    await fs.writeFile(path.join(fx.root, 'k1001.txt'), Array.from({ length: 1001 }, (_, k) => `kilo ${k}`).join('\n') + '\n');
+    for (const engine of ['rg', 'grep'] as const) {
+      const exact = await grep(fx.root, { pattern: '^kilo', path: 'k1000.txt' }, { engine });
+      expect(exact.message).toBe('[showing the first 50 of 1000 matches; narrow the pattern, path or glob to see the others]');
+      const over = await grep(fx.root, { pattern: '^kilo', path: 'k1001.txt' }, { engine });
+      expect(over.message).toBe('[showing the first 50 of more than 1000 matches; narrow the pattern, path or glob to see the others]');
+    }
+  });
+});

@@ -127,11 +127,12 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     if (text.length > limits.maxMatchLineChars || omitted > 0) {
       text = `${text.slice(0, limits.maxMatchLineChars)} …[line cut]`;
     }
-    matches.push({ path, key: pathSortKey(path), line, text });
-    if (matches.length >= limits.grepCountLimit) {
+    if (matches.length === limits.grepCountLimit) {
+      // A match past the count limit: enough to say "more than", no need to read on.
       countCapped = true;
       return 'enough';
     }
+    matches.push({ path, key: pathSortKey(path), line, text });
     return 'more';
   });
 
