@@ -29,7 +29,8 @@ type TokenizerJson = {
   model: { type: string; merges: Array<[string, string] | string>; byte_fallback?: boolean; ignore_merges?: boolean };
 };
 
-function loadQwen3Counter(): ByteLevelBpeCounter {
+/** A new counter with its own (empty) piece cache; `countTokens` shares one. */
+export function createQwen3Counter(): ByteLevelBpeCounter {
   const path = createRequire(import.meta.url).resolve(TOKENIZER_JSON);
   const json = JSON.parse(readFileSync(path, 'utf8')) as TokenizerJson;
   const steps = json.pre_tokenizer.pretokenizers ?? [];
@@ -64,6 +65,6 @@ let counter: ByteLevelBpeCounter | undefined;
 
 /** Number of Qwen3 tokens in `text` (no BOS/EOS added; special tokens written in the text count as one). */
 export function countTokens(text: string): number {
-  counter ??= loadQwen3Counter();
+  counter ??= createQwen3Counter();
   return counter.count(text);
 }

@@ -1,24 +1,22 @@
 /**
- * The OpenAI chat messages of a trajectory row, read defensively: the miner must count a bad message and go
- * on, never throw. Only what mining uses is kept.
+ * Accessors for the OpenAI chat messages of a trajectory row, read defensively (the miner must count a bad
+ * message and go on, never throw) and lazily: a trajectory holds ~100 messages, mostly tool output that mining
+ * never looks into, so nothing is copied up front.
  */
 export type ToolCall = { id: string | undefined; name: string; arguments: unknown };
-
-export type ChatMessage = {
-  role: string;
-  /** Text of `content`: a string as is, an array of parts joined by their `text`, null/missing as ''. */
-  text: string;
-  toolCalls: ToolCall[];
-  toolCallId: string | undefined;
-  /** Tool calls present but unreadable (not an object, no function name). */
-  malformedToolCalls: number;
-};
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function contentText(content: unknown): string {
+/** The message's role, or null when the value is not a message (not an object, or no string `role`). */
+export function messageRole(message: unknown): string | null {
+  return isRecord(message) && typeof message.role === 'string' ? message.role : null;
+}
+
+/** Text of `content`: a string as is, an array of parts joined by their `text`, anything else ''. */
+export function messageText(message: unknown): string {
+  const content = isRecord(message) ? message.content : undefined;
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content
@@ -28,28 +26,24 @@ export function contentText(content: unknown): string {
   return '';
 }
 
-/** null when the value is not a message at all (not an object, or no string `role`). */
-export function readChatMessage(value: unknown): ChatMessage | null {
-  if (!isRecord(value) || typeof value.role !== 'string') return null;
-  const toolCalls: ToolCall[] = [];
-  let malformedToolCalls = 0;
-  if (Array.isArray(value.tool_calls)) {
-    for (const call of value.tool_calls) {
-      const fn = isRecord(call) ? call.function : undefined;
-      if (!isRecord(call) || !isRecord(fn) || typeof fn.name !== 'string') {
-        malformedToolCalls++;
-        continue;
-      }
-      toolCalls.push({ id: typeof call.id === 'string' ? call.id : undefined, name: fn.name, arguments: fn.arguments });
+export function messageToolCallId(message: unknown): string | undefined {
+  return isRecord(message) && typeof message.tool_call_id === 'string' ? message.tool_call_id : undefined;
+}
+
+/** The readable tool calls of an assistant message, and how many were unreadable (no object, no function name). */
+export function messageToolCalls(message: unknown): { calls: ToolCall[]; malformed: number } {
+  const raw = isRecord(message) ? message.tool_calls : undefined;
+  if (raw === undefined || raw === null) return { calls: [], malformed: 0 };
+  if (!Array.isArray(raw)) return { calls: [], malformed: 1 };
+  const calls: ToolCall[] = [];
+  let malformed = 0;
+  for (const call of raw) {
+    const fn = isRecord(call) ? call.function : undefined;
+    if (!isRecord(call) || !isRecord(fn) || typeof fn.name !== 'string') {
+      malformed++;
+      continue;
     }
-  } else if (value.tool_calls !== undefined && value.tool_calls !== null) {
-    malformedToolCalls++;
+    calls.push({ id: typeof call.id === 'string' ? call.id : undefined, name: fn.name, arguments: fn.arguments });
   }
-  return {
-    role: value.role,
-    text: contentText(value.content),
-    toolCalls,
-    toolCallId: typeof value.tool_call_id === 'string' ? value.tool_call_id : undefined,
-    malformedToolCalls,
-  };
+  return { calls, malformed };
 }

@@ -1,4 +1,4 @@
-import { TRAJECTORY_ROW_FIELDS, TrajectoryRowSchema, type MinedCandidate, type MiningSummary, type TrajectoryRowField } from '../../schemas/mining';
+import { parseTrajectoryRow, TRAJECTORY_ROW_FIELDS, type MinedCandidate, type MiningSummary, type TrajectoryRowField } from '../../schemas/mining';
 import type { RowRecord } from '../../schemas/rows';
 import { countTokens } from '../tokenizer/qwen3';
 import { MIN_REASONING_TOKENS } from './catm-parameters';
@@ -59,7 +59,7 @@ export function mineTrajectories(rows: AsyncIterable<RowRecord>, opts: MineOptio
       tally.skipRow('malformedRow', record.ordinal, null, `not an object: ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
       return [];
     }
-    const parsed = TrajectoryRowSchema.safeParse(value);
+    const parsed = parseTrajectoryRow(value as Record<string, unknown>);
     if (!parsed.success) {
       const fields = new Set(parsed.error.issues.map((issue) => String(issue.path[0])));
       const field: TrajectoryRowField = TRAJECTORY_ROW_FIELDS.find((f) => fields.has(f)) ?? 'trajectory';

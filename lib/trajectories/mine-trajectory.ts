@@ -1,5 +1,5 @@
 import type { MinedCandidate, TrajectoryRow } from '../../schemas/mining';
-import { readChatMessage, type ChatMessage } from './chat-messages';
+import { messageRole, messageText, messageToolCalls } from './chat-messages';
 import { classifyViewedPath } from './classify-path';
 import type { MiningTally } from './mining-tally';
 import { followingAssistantIndex, isErrorObservation, toolObservations } from './post-reasoning';
@@ -24,28 +24,29 @@ export function mineTrajectory(
   countTokens: (text: string) => number,
 ): MinedCandidate[] {
   const trajectoryId = row.trajectory_id;
-  const messages: (ChatMessage | null)[] = row.trajectory.map(readChatMessage);
-  const malformedMessages = messages.filter((m) => m === null).length;
-  tally.skipMessages('malformedMessage', malformedMessages, ordinal, trajectoryId, `${malformedMessages} message(s) without a string role`);
+  const messages = row.trajectory;
 
   const tokensByTurn = new Map<number, number>();
   const tokensOf = (turn: number): number => {
     let n = tokensByTurn.get(turn);
     if (n === undefined) {
-      n = countTokens(messages[turn]!.text);
+      n = countTokens(messageText(messages[turn]));
       tokensByTurn.set(turn, n);
     }
     return n;
   };
 
   const byPath = new Map<string, Best>();
-  messages.forEach((message, turn) => {
-    if (message === null || message.role !== 'assistant') return;
-    tally.skipMessages('malformedToolCall', message.malformedToolCalls, ordinal, trajectoryId, `message ${turn}: tool call without function name`);
-    if (message.toolCalls.length === 0) return;
-    const observationOf = toolObservations(messages, turn);
+  let malformedMessages = 0;
+  for (let turn = 0; turn < messages.length; turn++) {
+    const role = messageRole(messages[turn]);
+    if (role === null) malformedMessages++;
+    if (role !== 'assistant') continue;
+    const { calls, malformed } = messageToolCalls(messages[turn]);
+    if (malformed > 0) tally.skipMessages('malformedToolCall', malformed, ordinal, trajectoryId, `message ${turn}: tool call without function name`);
+    let observationOf: ReturnType<typeof toolObservations> | undefined;
     let reasoningTurn: number | undefined;
-    message.toolCalls.forEach((call, position) => {
+    calls.forEach((call, position) => {
       const view = readViewCall(call);
       if (view.kind === 'notView') return;
       tally.viewCalls++;
@@ -57,6 +58,7 @@ export function mineTrajectory(
       if (resolved.kind === 'repoMismatch') {
         return tally.skipView('repoMismatch', ordinal, trajectoryId, `${where}: ${view.path} is not in a checkout of ${row.repo}`);
       }
+      observationOf ??= toolObservations(messages, turn);
       const observation = observationOf(call.id, position);
       const kind = classifyViewedPath(view.path, resolved.relativePath, observation);
       if (kind !== 'file') return tally.skipView(kind, ordinal, trajectoryId, `${where}: ${view.path}`);
@@ -79,14 +81,15 @@ export function mineTrajectory(
         }
       }
     });
-  });
+  }
+  tally.skipMessages('malformedMessage', malformedMessages, ordinal, trajectoryId, `${malformedMessages} message(s) without a string role`);
 
   return [...byPath].map(([path, best]) => ({
     trajectoryId,
     instanceId: row.instance_id,
     repo: row.repo,
     path,
-    postReasoning: messages[best.postReasoningTurnIndex]!.text,
+    postReasoning: messageText(messages[best.postReasoningTurnIndex]),
     postReasoningTokens: best.tokens,
     viewCount: best.viewCount,
     firstTurnIndex: best.firstTurnIndex,

@@ -1,4 +1,4 @@
-import type { ChatMessage } from './chat-messages';
+import { messageRole, messageText, messageToolCallId } from './chat-messages';
 
 /**
  * "After a view we skip over any subsequent role="tool" messages and locate the next role="assistant"
@@ -6,24 +6,25 @@ import type { ChatMessage } from './chat-messages';
  * (tool results, a "please continue" user nudge) is skipped. Returns the message index, or -1 when the
  * trajectory ends first.
  */
-export function followingAssistantIndex(messages: ReadonlyArray<ChatMessage | null>, viewTurnIndex: number): number {
+export function followingAssistantIndex(messages: readonly unknown[], viewTurnIndex: number): number {
   for (let i = viewTurnIndex + 1; i < messages.length; i++) {
-    if (messages[i]?.role === 'assistant') return i;
+    if (messageRole(messages[i]) === 'assistant') return i;
   }
   return -1;
 }
 
 /**
  * The tool results answering the calls of the assistant message at `turnIndex`: the run of role="tool"
- * messages right after it, matched by `tool_call_id`, or by position for results that carry no id.
+ * messages right after it, matched by `tool_call_id`, or by position when the results carry no id.
  */
-export function toolObservations(messages: ReadonlyArray<ChatMessage | null>, turnIndex: number): (callId: string | undefined, position: number) => string | undefined {
+export function toolObservations(messages: readonly unknown[], turnIndex: number): (callId: string | undefined, position: number) => string | undefined {
   const byId = new Map<string, string>();
   const byPosition: string[] = [];
-  for (let i = turnIndex + 1; i < messages.length && messages[i]?.role === 'tool'; i++) {
-    const message = messages[i]!;
-    if (message.toolCallId !== undefined) byId.set(message.toolCallId, message.text);
-    byPosition.push(message.text);
+  for (let i = turnIndex + 1; i < messages.length && messageRole(messages[i]) === 'tool'; i++) {
+    const text = messageText(messages[i]);
+    const id = messageToolCallId(messages[i]);
+    if (id !== undefined) byId.set(id, text);
+    byPosition.push(text);
   }
   return (callId, position) => (callId !== undefined && byId.has(callId) ? byId.get(callId) : byId.size === 0 ? byPosition[position] : undefined);
 }

@@ -15,6 +15,10 @@ export type ViewCall =
 export function readViewCall(call: ToolCall): ViewCall {
   if (call.name !== FILE_VIEW_TOOL) return { kind: 'notView' };
   let args: unknown = call.arguments;
+  // A view's arguments name the command "view". Most editor calls are edits whose arguments carry whole file
+  // bodies: skipping the JSON parse for them is most of mining's own cost. (Such a call is not a view even if
+  // its JSON is broken, so it is not counted as nonJsonArguments either.)
+  if (typeof args === 'string' && !args.includes(FILE_VIEW_COMMAND)) return { kind: 'notView' };
   if (typeof args === 'string') {
     try {
       args = JSON.parse(args) as unknown;
