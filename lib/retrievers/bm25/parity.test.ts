@@ -47,6 +47,7 @@ const queries: string[] = [
   '',
   'foo\u0085bar Django\u00a0Model\ufeffField \u001cquery\u2028set HTTPS://example.com (https://x.org) naïve_name',
   'queryset queryset queryset filter filter',
+  `${'Ab-'.repeat(3000)} ${'x.Y/'.repeat(2000)}`,
 ];
 
 const close = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
