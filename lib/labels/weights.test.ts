@@ -10,6 +10,7 @@ import {
   labelWeightModel,
   ReasoningLengthStats,
   unnormalizedWeight,
+  weighCandidate,
 } from './weights';
 
 const SAMPLE = path.resolve(__dirname, '../../../shared/data/openhands_trajectories.sample.jsonl');
@@ -107,6 +108,17 @@ describe('CATM weights (CodeGrep §3.4, Eq. 1–2)', () => {
     stats.add(100);
     expect(stats.median()).toBe(4);
     expect(stats.candidates).toBe(4);
+  });
+
+  it('weighCandidate turns a kept candidate into its label row and refuses an explicit NOT_RELEVANT', () => {
+    const model = { beta: 20, muRaw: 2.04289322 / 4, candidates: 4 };
+    const candidate = { instanceId: 'i', trajectoryId: 't', repo: 'o/r', path: 'a.py', postReasoningTokens: 10 };
+    const label = weighCandidate(candidate, 'DEFAULTED', model);
+    expect(label).toMatchObject({ ...candidate, verdict: 'DEFAULTED', retained: true });
+    expect(label.unnormalizedWeight).toBeCloseTo(0.29289322, 7);
+    expect(label.weight).toBeCloseTo(0.57348708, 7);
+    expect(weighCandidate({ ...candidate, postReasoningTokens: 0 }, 'RELEVANT', model)).toMatchObject({ weight: 0, retained: false });
+    expect(() => weighCandidate(candidate, 'NOT_RELEVANT', model)).toThrow(/judged NOT_RELEVANT/);
   });
 
   it('on the real sample: β and the retained share of the 74 mined candidates that pass the 30-token filter', async () => {

@@ -1,3 +1,6 @@
+import { keepsFile, type JudgeVerdict } from '../../schemas/judge';
+import type { MinedCandidate } from '../../schemas/mining';
+import type { CatmLabel } from '../../schemas/samples';
 import { MIN_LABEL_WEIGHT } from '../trajectories/catm-parameters';
 
 /**
@@ -103,6 +106,32 @@ export async function labelWeightModel(lengths: Iterable<number> | AsyncIterable
   const stats = new ReasoningLengthStats();
   for await (const tokens of lengths) stats.add(tokens);
   return stats.model();
+}
+
+/**
+ * Pass 2 for one candidate: its label row. Only candidates the judge kept have labels (and only their lengths
+ * went into the model), so an explicit NOT_RELEVANT is refused rather than silently weighted.
+ */
+export function weighCandidate(
+  candidate: Pick<MinedCandidate, 'instanceId' | 'trajectoryId' | 'repo' | 'path' | 'postReasoningTokens'>,
+  verdict: JudgeVerdict,
+  model: LabelWeightModel,
+): CatmLabel {
+  if (!keepsFile(verdict)) {
+    throw new RangeError(`weighCandidate: ${candidate.trajectoryId} ${candidate.path} was judged ${verdict}; only kept files are weighted`);
+  }
+  const weight = labelWeight(candidate.postReasoningTokens, model);
+  return {
+    instanceId: candidate.instanceId,
+    trajectoryId: candidate.trajectoryId,
+    repo: candidate.repo,
+    path: candidate.path,
+    postReasoningTokens: candidate.postReasoningTokens,
+    verdict,
+    unnormalizedWeight: unnormalizedWeight(candidate.postReasoningTokens, model.beta),
+    weight,
+    retained: isRetainedWeight(weight),
+  };
 }
 
 export type ComputedWeights = {

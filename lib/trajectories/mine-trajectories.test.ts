@@ -251,6 +251,9 @@ describe('mineTrajectories on bad input', () => {
     setPath(5, `${prefix}/README.rst`);
     setPath(6, `${prefix}/Makefile`);
     calls[7]!.fn.arguments = JSON.stringify({ command: 'view' });
+    // An edit call with broken JSON that never mentions "view" cannot have been a view: not counted at all.
+    const edit = editorCallsIn(row).find((c) => !c.fn.arguments.includes('"view"'))!;
+    edit.fn.arguments = edit.fn.arguments.slice(0, 30);
     row.trajectory.splice(3, 0, null as unknown as Record<string, unknown>); // a message that is not one
     const { candidates, summary } = await mine(fromArray([{ ordinal: 1, row }]), { minReasoningTokens: 0 });
     expect(summary.viewsSkipped).toEqual({
