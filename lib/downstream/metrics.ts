@@ -140,11 +140,12 @@ const percent = (v: number | null, digits = 1) => (v === null ? '–' : `${(v * 
 const fixed = (v: number | null, digits = 1) => (v === null ? '–' : v.toFixed(digits));
 const signedPercent = (v: number | null) => (v === null ? '–' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`);
 
-/** 631_000 → "631K", 1_510_000 → "1.51M", as the paper writes token counts. */
+/** 631_000 → "631K" (as the paper writes token counts), 1_510_000 → "1.51M", 2_750 → "2.8K". */
 export function formatTokens(v: number | null): string {
   if (v === null) return '–';
   if (v >= 1e6) return `${(v / 1e6).toFixed(2)}M`;
-  if (v >= 1e3) return `${Math.round(v / 1e3)}K`;
+  if (v >= 1e4) return `${Math.round(v / 1e3)}K`;
+  if (v >= 1e3) return `${(v / 1e3).toFixed(1)}K`;
   return String(Math.round(v));
 }
 
