@@ -1,0 +1,189 @@
+import { createHash } from 'node:crypto';
+import { hashConfig } from '../../artifacts/config-hash';
+import { normalizeRepoPath } from '../../paths/normalize';
+import type { SourceFile } from '../bm25/retriever';
+import { chunkSpans, type TokenSpan } from './chunking';
+import {
+  embeddingCachePath,
+  readEmbeddingCache,
+  writeEmbeddingCache,
+  type CachedFile,
+  type CacheReadStatus,
+} from './embedding-cache';
+import { contentWindow, embedTokenSequences, wrapTokens, type EmbeddingModel } from './embedding-model';
+import { DEFAULT_CHUNK_OVERLAP_FRACTION } from './params';
+
+/**
+ * The dense index of a set of files: every file cut into token windows (chunking.ts), each window embedded
+ * by the model; the retriever scores a file by its best chunk (retrieve.ts). With a cache directory the
+ * chunk embeddings of a commit are read from / written to Parquet (embedding-cache.ts).
+ */
+
+export interface DenseIndexOptions {
+  /** Tokens shared by consecutive chunks (default: DEFAULT_CHUNK_OVERLAP_FRACTION of the window). */
+  chunkOverlap?: number;
+  /** Embed at most this many chunks of a file, from its start (default: all). */
+  maxChunksPerFile?: number;
+  /** Directory of the Parquet embedding cache; no caching when absent. */
+  cacheDir?: string;
+  /** Sequences per onnxruntime call (default: the model's). */
+  batchSize?: number;
+  /** Called after each group of files is embedded (for heartbeats / progress bars). */
+  onProgress?: (progress: { filesDone: number; filesTotal: number }) => void;
+}
+
+export interface DenseIndexStats {
+  files: number;
+  chunks: number;
+  /** Files embedded by this call / taken from the cache. */
+  embeddedFiles: number;
+  cachedFiles: number;
+  /** Content tokens of the embedded files (before chunking; prompts and special tokens not counted). */
+  embeddedTokens: number;
+  cache: { path: string; read: CacheReadStatus; reason?: string; written: boolean } | null;
+}
+
+export interface DenseIndex {
+  commit: string;
+  model: EmbeddingModel;
+  /** Repository-relative paths, in insertion order (= tie-break order). */
+  paths: string[];
+  /** Chunk c belongs to file chunkFile[c]; chunks of a file are consecutive, in file order. */
+  chunkFile: Int32Array;
+  chunkSpans: TokenSpan[];
+  /** [chunks × dimension], row-major. */
+  embeddings: Float32Array;
+  /** L2 norm of each chunk's embedding (cosine scoring). */
+  chunkNorms: Float32Array;
+  dimension: number;
+  stats: DenseIndexStats;
+}
+
+/** Files tokenised and embedded together; bounds memory and sets the progress granularity. */
+const FILES_PER_GROUP = 64;
+
+function sha256Text(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+export async function buildDenseIndex(
+  files: readonly SourceFile[],
+  commit: string,
+  model: EmbeddingModel,
+  opts: DenseIndexOptions = {},
+): Promise<DenseIndex> {
+  const window = contentWindow(model, 'document');
+  const overlap = opts.chunkOverlap ?? Math.floor(window * DEFAULT_CHUNK_OVERLAP_FRACTION);
+  chunkSpans(0, window, overlap); // validates the overlap before any work
+  const maxChunks = opts.maxChunksPerFile ?? Number.POSITIVE_INFINITY;
+  if (maxChunks !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxChunks) || maxChunks < 1)) {
+    throw new RangeError(`maxChunksPerFile must be a positive integer, got ${maxChunks}`);
+  }
+
+  const paths: string[] = [];
+  const seen = new Set<string>();
+  for (const file of files) {
+    const normalized = normalizeRepoPath(file.path);
+    if (normalized === '') throw new Error(`buildDenseIndex: file #${paths.length} has an empty path (${JSON.stringify(file.path)})`);
+    if (seen.has(normalized)) throw new Error(`buildDenseIndex: path ${JSON.stringify(normalized)} appears twice`);
+    seen.add(normalized);
+    paths.push(normalized);
+  }
+  const shas = files.map((f) => sha256Text(f.content));
+
+  const settings = { model: model.fingerprint, window, overlap, maxChunksPerFile: Number.isFinite(maxChunks) ? maxChunks : null };
+  const configHash = hashConfig({ commit, ...settings });
+  const cachePath = opts.cacheDir === undefined ? undefined : embeddingCachePath(opts.cacheDir, hashConfig(settings), commit);
+  const cached = cachePath === undefined ? undefined : await readEmbeddingCache(cachePath, configHash);
+
+  const entries = new Array<CachedFile>(files.length);
+  const toEmbed: number[] = [];
+  files.forEach((_, i) => {
+    const hit = cached?.files.get(paths[i]!);
+    if (hit !== undefined && hit.contentSha256 === shas[i] && hit.chunks.length > 0 && hit.chunks.every((c) => c.embedding.length === model.dimension)) {
+      entries[i] = hit;
+    }
+    else toEmbed.push(i);
+  });
+
+  let embeddedTokens = 0;
+  for (let from = 0; from < toEmbed.length; from += FILES_PER_GROUP) {
+    const group = toEmbed.slice(from, from + FILES_PER_GROUP);
+    const sequences: number[][] = [];
+    const owners: { file: number; span: TokenSpan }[] = [];
+    for (const i of group) {
+      const ids = model.tokenizer.encode(files[i]!.content);
+      embeddedTokens += ids.length;
+      for (const span of chunkSpans(ids.length, window, overlap).slice(0, maxChunks)) {
+        sequences.push(wrapTokens(model, ids.slice(span.start, span.end), 'document'));
+        owners.push({ file: i, span });
+      }
+    }
+    // A sequence with no token at all (an empty file, a tokenizer without special tokens, no prompt) cannot
+    // be run; its chunk gets the zero vector, which has cosine 0 with every query.
+    const runnable = sequences.map((_, s) => s).filter((s) => sequences[s]!.length > 0);
+    const embedded = await embedTokenSequences(model, runnable.map((s) => sequences[s]!), { batchSize: opts.batchSize ?? model.batchSize });
+    const vectors: Float32Array[] = sequences.map(() => new Float32Array(model.dimension));
+    runnable.forEach((s, j) => {
+      vectors[s] = embedded[j]!;
+    });
+    for (const i of group) entries[i] = { contentSha256: shas[i]!, chunks: [] };
+    owners.forEach(({ file, span }, s) => {
+      entries[file]!.chunks.push({ tokenStart: span.start, tokenEnd: span.end, embedding: vectors[s]! });
+    });
+    opts.onProgress?.({ filesDone: files.length - toEmbed.length + from + group.length, filesTotal: files.length });
+  }
+
+  let written = false;
+  if (cachePath !== undefined && cached !== undefined) {
+    const sameFileSet = cached.files.size === files.length && paths.every((p) => cached.files.has(p));
+    if (toEmbed.length > 0 || !sameFileSet || cached.status !== 'read') {
+      await writeEmbeddingCache(cachePath, configHash, paths.map((p, i): [string, CachedFile] => [p, entries[i]!]));
+      written = true;
+    }
+  }
+
+  const chunkCount = entries.reduce((n, e) => n + e.chunks.length, 0);
+  const dimension = model.dimension;
+  const embeddings = new Float32Array(chunkCount * dimension);
+  const chunkFile = new Int32Array(chunkCount);
+  const chunkNorms = new Float32Array(chunkCount);
+  const spans: TokenSpan[] = [];
+  let c = 0;
+  entries.forEach((entry, i) => {
+    for (const chunk of entry.chunks) {
+      if (chunk.embedding.length !== dimension) {
+        throw new Error(`buildDenseIndex: ${paths[i]} has an embedding of length ${chunk.embedding.length}, others have ${dimension}`);
+      }
+      embeddings.set(chunk.embedding, c * dimension);
+      chunkFile[c] = i;
+      let squares = 0;
+      for (const v of chunk.embedding) squares += v * v;
+      chunkNorms[c] = Math.sqrt(squares);
+      spans.push({ start: chunk.tokenStart, end: chunk.tokenEnd });
+      c++;
+    }
+  });
+
+  return {
+    commit,
+    model,
+    paths,
+    chunkFile,
+    chunkSpans: spans,
+    embeddings,
+    chunkNorms,
+    dimension,
+    stats: {
+      files: files.length,
+      chunks: chunkCount,
+      embeddedFiles: toEmbed.length,
+      cachedFiles: files.length - toEmbed.length,
+      embeddedTokens,
+      cache:
+        cachePath === undefined || cached === undefined
+          ? null
+          : { path: cachePath, read: cached.status, ...(cached.reason === undefined ? {} : { reason: cached.reason }), written },
+    },
+  };
+}
