@@ -1,4 +1,4 @@
-import { constants, promises as fs } from 'node:fs';
+import { constants, promises as fs, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { EditorArgsSchema, type EditorArgs } from '../../schemas/downstream';
 import type { ToolResult } from '../../schemas/tools';
@@ -147,7 +147,7 @@ async function viewDirectory(absolute: string, relative: string): Promise<ToolRe
   const entries: string[] = [];
   let more = false;
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
-    let names: import('node:fs').Dirent[];
+    let names: Dirent[];
     try {
       names = await fs.readdir(dir, { withFileTypes: true });
     } catch {
