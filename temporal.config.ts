@@ -62,6 +62,10 @@ export const activityTimeouts = {
     startToCloseMs: envNumber('CODEGREP_WEIGHT_TIMEOUT_MS', 60 * 60_000),
     heartbeatMs: envNumber('CODEGREP_WEIGHT_HEARTBEAT_MS', 60_000),
   },
+  worktrees: {
+    startToCloseMs: envNumber('CODEGREP_WORKTREES_TIMEOUT_MS', 6 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_WORKTREES_HEARTBEAT_MS', 120_000),
+  },
   short: {
     startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
     heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),

@@ -5,3 +5,6 @@ export { mine } from './catm-mine';
 export { judge } from './catm-judge';
 export { weight } from './catm-weight';
 export { writeCatmSummary } from './catm-summary';
+export { findRunArtifact } from './run-artifact';
+export { materializeWorktrees } from './environment-materialize';
+export { deriveGroundTruth } from './environment-ground-truth';

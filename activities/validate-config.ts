@@ -3,7 +3,10 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
 
-export type ResolvedConfig = PipelineConfig & { runDir: string };
+export type ResolvedConfig = Omit<PipelineConfig, 'environment'> & {
+  runDir: string;
+  environment: PipelineConfig['environment'] & { cacheDir: string; worktreesDir: string };
+};
 
 /**
  * Validates the run config with zod (defaults applied) and resolves every path against the worker's working
@@ -34,5 +37,15 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
     if (!statSync(file).isFile()) throw new ConfigError(`invalid config ${source}:\n  inputs.${key}: ${file} is not a file`);
   }
   const dataDir = path.resolve(baseDir, config.dataDir);
-  return { ...config, dataDir, inputs, runDir: path.join(dataDir, config.runId) };
+  const repoSource =
+    config.environment.repoSource.kind === 'mirror-dir'
+      ? { ...config.environment.repoSource, dir: path.resolve(baseDir, config.environment.repoSource.dir) }
+      : config.environment.repoSource;
+  const environment = {
+    ...config.environment,
+    repoSource,
+    cacheDir: path.resolve(baseDir, config.environment.cacheDir ?? path.join(dataDir, 'repos')),
+    worktreesDir: path.resolve(baseDir, config.environment.worktreesDir ?? path.join(dataDir, 'worktrees')),
+  };
+  return { ...config, dataDir, inputs, environment, runDir: path.join(dataDir, config.runId) };
 }

@@ -28,6 +28,17 @@ export function readConfigFile(file: string): Record<string, unknown> {
       Object.entries(inputs).map(([key, entry]) => [key, typeof entry === 'string' ? path.resolve(base, entry) : entry]),
     );
   }
+  const environment = config.environment as { repoSource?: { kind?: unknown; dir?: unknown }; cacheDir?: unknown; worktreesDir?: unknown } | undefined;
+  if (environment && typeof environment === 'object') {
+    const resolved: Record<string, unknown> = { ...environment };
+    if (environment.repoSource?.kind === 'mirror-dir' && typeof environment.repoSource.dir === 'string') {
+      resolved.repoSource = { ...environment.repoSource, dir: path.resolve(base, environment.repoSource.dir) };
+    }
+    for (const key of ['cacheDir', 'worktreesDir'] as const) {
+      if (typeof environment[key] === 'string') resolved[key] = path.resolve(base, environment[key] as string);
+    }
+    config.environment = resolved;
+  }
   // An explicit dataDir is relative to the config file; the default `runs/` is relative to where you run.
   config.dataDir = typeof config.dataDir === 'string' ? path.resolve(base, config.dataDir) : path.resolve('runs');
   return config;

@@ -21,6 +21,8 @@ Usage:
       in-process worker when none is running.
   codegrep status <runId>
       Show a run's state, its stages and the Web UI link.
+  codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]
+      Remove materialized worktrees (all, or those unused for N days) and prune git's worktree lists.
 
 Environment: CODEGREP_TEMPORAL_ADDRESS (${temporalConfig.address}), CODEGREP_NAMESPACE (${temporalConfig.namespace}),
   CODEGREP_UI_PORT (${temporalConfig.uiPort}), CODEGREP_LLM_API_KEY, and the timeout variables in temporal.config.ts.`;
@@ -85,6 +87,31 @@ async function main(argv: string[]): Promise<number> {
         worker: !values['no-worker'],
         detach: values.detach,
       });
+    }
+    case 'worktrees': {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: {
+          'data-dir': { type: 'string', default: 'runs' },
+          'older-than-days': { type: 'string' },
+          keep: { type: 'string', multiple: true },
+        },
+      });
+      if (positionals[0] !== 'prune') throw new ConfigError('usage: codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]');
+      const { pruneWorktrees } = await import('../lib/worktrees');
+      const dataDir = path.resolve(values['data-dir']);
+      const days = values['older-than-days'] === undefined ? undefined : Number(values['older-than-days']);
+      if (days !== undefined && !(days >= 0)) throw new ConfigError(`--older-than-days must be a non-negative number, got ${values['older-than-days']}`);
+      const result = await pruneWorktrees({
+        cacheDir: path.join(dataDir, 'repos'),
+        worktreesDir: path.join(dataDir, 'worktrees'),
+        olderThanMs: days === undefined ? undefined : days * 24 * 3600_000,
+        keep: values.keep ? new Set(values.keep) : undefined,
+      });
+      console.log(`codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`);
+      for (const failure of result.failed) console.log(`  ${JSON.stringify(failure)}`);
+      return result.failed.length > 0 ? 1 : 0;
     }
     case 'status': {
       const runId = rest[0];

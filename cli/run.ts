@@ -7,7 +7,7 @@ import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
 import { startDevServer, temporalAnswers } from './dev-server';
 import { ProgressView } from './progress-view';
-import { formatCatmSummary } from './summary-table';
+import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 
@@ -97,16 +97,10 @@ export async function runCommand(options: RunOptions): Promise<number> {
       await drawProgress(client, workflowId, view);
       view.stop();
     }
-    console.log(`\ncodegrep: run ${config.runId} completed. Artifacts in ${config.runDir}`);
-    if (result.catm) {
-      console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));
-      console.log(`\n  samples:     ${result.catm.samples.uri} (${result.catm.samples.rows} rows)`);
-      console.log(`  labels:      ${result.catm.labels.uri} (${result.catm.labels.rows} rows)`);
-      console.log(`  judgements:  ${result.catm.judgements.uri} (${result.catm.judgements.rows} rows)`);
-      console.log(`  summary:     ${result.catm.summary.uri}`);
-    }
+    printResult(result, config.runDir);
     console.log(`\n  Web UI: ${webUi}`);
-    return 0;
+    // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
+    return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
     if (inProcessWorker) {
       inProcessWorker.worker.shutdown();
@@ -126,5 +120,22 @@ async function drawProgress(client: Client, workflowId: string, view: ProgressVi
     }
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) return; // query before the first workflow task: try again later
+  }
+}
+
+function printResult(result: PipelineResult, runDir: string): void {
+  console.log(`\ncodegrep: run ${result.runId} finished. Artifacts in ${runDir}\n\nStages`);
+  for (const outcome of result.outcomes) {
+    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}`);
+  }
+  if (result.catm) {
+    console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));
+    console.log(`\n  samples:     ${result.catm.samples.uri} (${result.catm.samples.rows} rows)`);
+    console.log(`  labels:      ${result.catm.labels.uri} (${result.catm.labels.rows} rows)`);
+    console.log(`  judgements:  ${result.catm.judgements.uri} (${result.catm.judgements.rows} rows)`);
+    console.log(`  summary:     ${result.catm.summary.uri}`);
+  }
+  if (result.environment) {
+    console.log('\nEnvironment (CodeGrep §3.3)\n' + formatEnvironmentSummary(result.environment));
   }
 }

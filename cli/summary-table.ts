@@ -1,4 +1,5 @@
 import type { CatmSummary } from '../schemas/catm';
+import type { EnvironmentResult } from '../schemas/environment';
 
 function table(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([label]) => label.length));
@@ -36,5 +37,22 @@ export function formatCatmSummary(summary: CatmSummary): string {
     ['instances read', String(weighting.instancesRead)],
     ['instances skipped', reasons(weighting.instancesSkipped)],
     ['samples written', `${weighting.samplesWritten} (${weighting.samplesWithCatm} with CATM labels)`],
+  ]);
+}
+
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** The environment stage: worktrees and ground truth. */
+export function formatEnvironmentSummary(result: EnvironmentResult): string {
+  const m = result.materialize;
+  const g = result.groundTruth;
+  return table([
+    ['commits', `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`],
+    ['median worktree ready', m.medianMs === null ? '—' : `${m.medianMs.toFixed(0)} ms`],
+    ['disk', `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`],
+    ['ground truth', `${g.withGroundTruth} of ${g.samples} samples (${g.withoutWorktree} without worktree, ${g.patchErrors} patch errors)`],
+    ['files / classes / functions', `${g.files} / ${g.modules} / ${g.functions}`],
+    ['worktrees', result.worktrees.uri],
+    ['samples (with ground truth)', result.samples.uri],
   ]);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 
 /**
  * The one JSON object a `pipeline` (or `catm`) workflow takes, so
@@ -31,6 +32,20 @@ export const JudgeConfigSchema = z
   });
 export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
 
+export const EnvironmentConfigSchema = z.object({
+  /**
+   * Where repositories come from: `{ kind: url, template: 'https://github.com/{repo}.git' }` (default) or
+   * `{ kind: mirror-dir, dir }` with local bare mirrors `<dir>/<owner>__<name>.git`, for offline use.
+   */
+  repoSource: RepoSourceSchema.default(DEFAULT_REPO_SOURCE),
+  /** Bare clones (one per repo); default `<dataDir>/repos`, shared by runs. */
+  cacheDir: z.string().min(1).optional(),
+  /** Worktrees (one per commit); default `<dataDir>/worktrees`, shared by runs. */
+  worktreesDir: z.string().min(1).optional(),
+  concurrencyAcrossRepos: z.number().int().min(1).max(64).default(4),
+});
+export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
+
 export const CatmConfigSchema = z.object({
   runId: safeId,
   /** Where run artifacts go: `<dataDir>/<runId>/...`. */
@@ -54,11 +69,12 @@ export const CatmConfigSchema = z.object({
 });
 export type CatmConfig = z.infer<typeof CatmConfigSchema>;
 
-export const PipelineStageSchema = z.enum(['catm']);
+export const PipelineStageSchema = z.enum(['catm', 'environment']);
 export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
   stages: z.array(PipelineStageSchema).min(1).default(['catm']),
+  environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4 }),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
 export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;

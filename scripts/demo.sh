@@ -5,4 +5,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
-exec bin/codegrep run data/sample/pipeline.yaml "$@"
+status=0
+bin/codegrep run data/sample/pipeline.yaml "$@" || status=$?
+if [[ $status -eq 3 ]]; then
+  echo "codegrep demo: the pipeline finished, but some stages could not run here (the Stages table above says which and why)."
+  exit 0
+fi
+exit $status

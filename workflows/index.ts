@@ -1,3 +1,4 @@
 // The workflow bundle entry: every workflow type the CPU worker serves.
 export { catm } from './catm';
+export { environment } from './environment';
 export { pipeline } from './pipeline';

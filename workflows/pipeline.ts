@@ -1,19 +1,42 @@
-import { executeChild, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
+import { ChildWorkflowFailure, ApplicationFailure, executeChild, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput } from '../schemas/config';
+import type { EnvironmentResult } from '../schemas/environment';
 import { activityOptions } from './activity-options';
 import { catm } from './catm';
+import { environment } from './environment';
 import { StageTracker } from './stage-tracker';
+
+export interface StageOutcome {
+  stage: string;
+  status: 'completed' | 'failed' | 'skipped';
+  /** Why it failed or was skipped. */
+  reason: string | null;
+}
 
 export interface PipelineResult {
   runId: string;
+  outcomes: StageOutcome[];
   catm: CatmResult | null;
+  environment: EnvironmentResult | null;
+}
+
+/** The innermost failure message: what a user needs to read (the activity's own words). */
+function rootMessage(error: unknown): string {
+  let current: unknown = error;
+  let message = error instanceof Error ? error.message : String(error);
+  while (current instanceof Error) {
+    message = current.message || message;
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return message;
 }
 
 /**
- * The whole study as in SPEC §1: each stage a child workflow with id `<runId>/<stage>`, run in order.
- * Later stages (environment, evaluation, training, downstream) plug in here.
+ * The whole study as in SPEC §1. Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
+ * stage that fails is reported with its reason, the stages that need its output are skipped, and the
+ * pipeline still completes with the outcome of every stage, so a partial run says what ran and what did not.
  */
 export async function pipeline(input: PipelineConfigInput): Promise<PipelineResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -21,21 +44,53 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
   const tracker = new StageTracker(config.runId, config.recipe, config.stages);
   upsertMemo({ config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode } });
 
-  const result: PipelineResult = { runId: config.runId, catm: null };
+  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null };
+  const failed = new Set<string>();
 
-  if (config.stages.includes('catm')) {
-    const workflowId = `${config.runId}/catm`;
-    tracker.child('catm', workflowId);
-    tracker.start('catm');
-    result.catm = await executeChild(catm, {
-      workflowId,
-      args: [config],
-      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      memo: { stage: 'catm', runId: config.runId },
-    });
-    tracker.finish('catm', 'completed', `${result.catm.summaryValues.weighting.samplesWritten} samples`);
+  async function stage<T>(name: 'catm' | 'environment', needs: string[], run: (workflowId: string) => Promise<T>): Promise<T | null> {
+    if (!config.stages.includes(name)) return null;
+    const blocker = needs.find((need) => failed.has(need));
+    if (blocker) {
+      failed.add(name);
+      tracker.finish(name, 'skipped', `needs ${blocker}, which failed`);
+      result.outcomes.push({ stage: name, status: 'skipped', reason: `needs ${blocker}, which failed` });
+      return null;
+    }
+    const workflowId = `${config.runId}/${name}`;
+    tracker.child(name, workflowId);
+    tracker.start(name);
+    try {
+      const value = await run(workflowId);
+      tracker.finish(name, 'completed');
+      result.outcomes.push({ stage: name, status: 'completed', reason: null });
+      return value;
+    } catch (error) {
+      if (!(error instanceof ChildWorkflowFailure)) throw error; // cancellation, or a bug in this workflow
+      failed.add(name);
+      const reason = rootMessage(error);
+      tracker.finish(name, 'failed', reason.slice(0, 300));
+      result.outcomes.push({ stage: name, status: 'failed', reason });
+      return null;
+    }
   }
 
+  const childOptions = (workflowId: string, stageName: string) => ({
+    workflowId,
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    memo: { stage: stageName, runId: config.runId },
+  });
+
+  result.catm = await stage('catm', [], (workflowId) => executeChild(catm, { ...childOptions(workflowId, 'catm'), args: [config] }));
+  result.environment = await stage('environment', ['catm'], (workflowId) =>
+    executeChild(environment, {
+      ...childOptions(workflowId, 'environment'),
+      args: [{ ...config, artifacts: result.catm ? { samples: result.catm.samples } : undefined }],
+    }),
+  );
+
   tracker.complete();
+  if (result.outcomes.length > 0 && result.outcomes.every((o) => o.status !== 'completed')) {
+    throw ApplicationFailure.create({ type: 'PipelineFailed', nonRetryable: true, message: `no stage completed: ${result.outcomes.map((o) => `${o.stage}: ${o.reason}`).join('; ')}` });
+  }
   return result;
 }

@@ -1,0 +1,90 @@
+import * as arrow from 'apache-arrow';
+import { z } from 'zod';
+import { ArtifactRefSchema } from './artifact-ref';
+import { EnvironmentConfigSchema } from './config';
+import { groundTruthArrowFields, GROUND_TRUTH_SCHEMA_VERSION } from './ground-truth';
+import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, samplesArrowSchema } from './samples';
+
+/**
+ * The environment stage (CodeGrep §3.3, App. A): worktrees per (repo, commit), and the samples artifact
+ * with ground truth at file, line-range, class and function level (CodeScout §3.1) — the CATM samples'
+ * columns plus the ground-truth columns and the sample's worktree, hence a new schema version.
+ */
+export const ENVIRONMENT_SAMPLES_SCHEMA_NAME = SAMPLES_SCHEMA_NAME;
+export const ENVIRONMENT_SAMPLES_SCHEMA_VERSION = SAMPLES_SCHEMA_VERSION + 1;
+
+export const environmentSamplesArrowSchema = new arrow.Schema([
+  ...samplesArrowSchema.fields,
+  ...groundTruthArrowFields(),
+  new arrow.Field('worktreePath', new arrow.Utf8(), true),
+  /** Null when ground truth was derived; otherwise why it could not be (no worktree, unparseable patch). */
+  new arrow.Field('groundTruthError', new arrow.Utf8(), true),
+]);
+export { GROUND_TRUTH_SCHEMA_VERSION };
+
+const stageBase = {
+  runId: z.string(),
+  runDir: z.string(),
+  progressTo: z.array(z.string()).default([]),
+};
+
+export const MaterializeInputSchema = z.object({
+  ...stageBase,
+  samples: ArtifactRefSchema,
+  environment: EnvironmentConfigSchema.extend({ cacheDir: z.string(), worktreesDir: z.string() }),
+});
+export type MaterializeInput = z.input<typeof MaterializeInputSchema>;
+
+export const MaterializeSummarySchema = z.object({
+  commits: z.number().int(),
+  created: z.number().int(),
+  reused: z.number().int(),
+  repaired: z.number().int(),
+  failed: z.number().int(),
+  repos: z.number().int(),
+  medianMs: z.number().nullable(),
+  bareBytes: z.number(),
+  worktreeBytes: z.number(),
+  estimatedFullClonesBytes: z.number(),
+  savedRatio: z.number().nullable(),
+  /** Failures that no retry can fix (unreachable repository, missing commit), one line each. */
+  unreachable: z.array(z.string()),
+});
+export type MaterializeSummary = z.infer<typeof MaterializeSummarySchema>;
+
+export const MaterializeOutputSchema = z.object({
+  worktrees: ArtifactRefSchema,
+  summary: MaterializeSummarySchema,
+});
+export type MaterializeOutput = z.infer<typeof MaterializeOutputSchema>;
+
+export const GroundTruthInputSchema = z.object({
+  ...stageBase,
+  samples: ArtifactRefSchema,
+  worktrees: ArtifactRefSchema,
+  instancesPath: z.string(),
+});
+export type GroundTruthInput = z.input<typeof GroundTruthInputSchema>;
+
+export const GroundTruthSummarySchema = z.object({
+  samples: z.number().int(),
+  withGroundTruth: z.number().int(),
+  withoutWorktree: z.number().int(),
+  patchErrors: z.number().int(),
+  preImageErrors: z.number().int(),
+  files: z.number().int(),
+  modules: z.number().int(),
+  functions: z.number().int(),
+});
+export type GroundTruthSummary = z.infer<typeof GroundTruthSummarySchema>;
+
+export const GroundTruthOutputSchema = z.object({ samples: ArtifactRefSchema, summary: GroundTruthSummarySchema, cached: z.boolean() });
+export type GroundTruthOutput = z.infer<typeof GroundTruthOutputSchema>;
+
+export const EnvironmentResultSchema = z.object({
+  worktrees: ArtifactRefSchema,
+  samples: ArtifactRefSchema,
+  materialize: MaterializeSummarySchema,
+  groundTruth: GroundTruthSummarySchema,
+});
+export type EnvironmentResult = z.infer<typeof EnvironmentResultSchema>;

@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readParquetObjects } from '../../lib/artifacts';
+import type { PipelineResult } from '../../workflows/pipeline';
+import { buildFixtureRepo, git, type FixtureInstance } from '../support/fixture-repos';
+import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-env-it-'));
+const mirrors = path.join(work, 'mirrors');
+const taskQueue = uniqueTaskQueue('env-it');
+let stopWorker: () => Promise<void>;
+let instances: FixtureInstance[];
+const instancesPath = path.join(work, 'instances.jsonl');
+const trajectoriesPath = path.join(work, 'trajectories.jsonl');
+
+beforeAll(async () => {
+  instances = buildFixtureRepo(work, mirrors);
+  writeFileSync(instancesPath, instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
+  writeFileSync(trajectoriesPath, '');
+  ({ stop: stopWorker } = await startWorker(taskQueue));
+});
+afterAll(async () => {
+  await stopWorker?.();
+  rmSync(work, { recursive: true, force: true });
+});
+
+async function run(runId: string, extra: Record<string, unknown>): Promise<PipelineResult> {
+  const { client, close } = await testClient();
+  try {
+    return await client.workflow.execute('pipeline', {
+      taskQueue,
+      workflowId: `${runId}/pipeline`,
+      args: [{ runId, dataDir: path.join(work, 'runs'), stages: ['catm', 'environment'], inputs: { trajectories: trajectoriesPath, instances: instancesPath }, ...extra }],
+    });
+  } finally {
+    await close();
+  }
+}
+
+describe('environment stage on the real dev server', () => {
+  it('materializes a worktree per commit from local mirrors and derives ground truth with tree-sitter', async () => {
+    const result = await run('env-ok', { environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } } });
+    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([['catm', 'completed'], ['environment', 'completed']]);
+    const env = result.environment!;
+    expect(env.materialize).toMatchObject({ commits: 2, created: 2, failed: 0, repos: 1 });
+
+    const worktrees = await readParquetObjects(env.worktrees.uri);
+    for (const row of worktrees) {
+      expect(git(row.path as string, 'rev-parse', 'HEAD')).toBe(row.commit);
+    }
+    const samples = await readParquetObjects(env.samples.uri);
+    const first = samples.find((s) => s.instanceId === 'acme__widgets-1')!;
+    expect(first.gold_files).toEqual(['widgets/gears.py']);
+    expect(first.gold_modules).toEqual(['widgets/gears.py:Gear']);
+    expect(first.gold_functions).toEqual(['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh']);
+    expect(first.gold_changed_line_ranges).toEqual([
+      { path: 'widgets/gears.py', start: 12, end: 12 },
+      { path: 'widgets/gears.py', start: 21, end: 21 },
+    ]);
+    expect(first.groundTruthError).toBeNull();
+    const second = samples.find((s) => s.instanceId === 'acme__widgets-2')!;
+    expect(second.gold_functions).toEqual(['widgets/belts.py:belt_length']);
+    expect(second.gold_modules).toEqual([]);
+
+    // Re-running reuses the verified worktrees instead of recreating them.
+    const again = await run('env-ok', { environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } } });
+    expect(again.environment!.materialize).toMatchObject({ commits: 2, created: 0, reused: 2 });
+  });
+
+  it('fails fast on an unreachable repository, naming it and the mirror config key; the pipeline reports what ran', async () => {
+    const result = await run('env-unreachable', {
+      // Its own data dir: the first test's bare clone cache would otherwise serve the repository.
+      dataDir: path.join(work, 'runs-offline'),
+      environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') } },
+    });
+    expect(result.outcomes[0]).toMatchObject({ stage: 'catm', status: 'completed' });
+    expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
+    expect(result.outcomes[1]!.reason).toContain('acme/widgets');
+    expect(result.outcomes[1]!.reason).toContain('environment.repoSource');
+    expect(result.environment).toBeNull();
+  });
+});
