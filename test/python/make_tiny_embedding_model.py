@@ -90,6 +90,7 @@ def main():
 
     try:
         import onnx  # noqa: F401  (torch.onnx.export needs it to write the file)
+        import tokenizers  # noqa: F401
         import torch
         from transformers import BertConfig, BertModel
     except ImportError as error:

@@ -54,7 +54,7 @@ export interface DenseIndex {
   /** [chunks × dimension], row-major. */
   embeddings: Float32Array;
   /** L2 norm of each chunk's embedding (cosine scoring). */
-  chunkNorms: Float32Array;
+  chunkNorms: Float64Array;
   dimension: number;
   stats: DenseIndexStats;
 }
@@ -147,7 +147,7 @@ export async function buildDenseIndex(
   const dimension = model.dimension;
   const embeddings = new Float32Array(chunkCount * dimension);
   const chunkFile = new Int32Array(chunkCount);
-  const chunkNorms = new Float32Array(chunkCount);
+  const chunkNorms = new Float64Array(chunkCount);
   const spans: TokenSpan[] = [];
   let c = 0;
   entries.forEach((entry, i) => {
