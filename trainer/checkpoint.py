@@ -116,7 +116,7 @@ def save_checkpoint(output_dir: str, step: int, *, model, optimizer, scheduler, 
     else:
         os.rename(tmp, final)
     _fsync_dir(root)
-    prune_checkpoints(output_dir, keep)
+    prune_checkpoints(output_dir, keep, newest_step=step)
     return final
 
 
@@ -139,17 +139,19 @@ def latest_checkpoint(output_dir: str) -> Optional[str]:
     return found[-1][1] if found else None
 
 
-def prune_checkpoints(output_dir: str, keep: int) -> None:
-    """Keep the newest `keep` complete checkpoints; drop older ones, incomplete
-    step directories and leftover temp directories from killed runs."""
+def prune_checkpoints(output_dir: str, keep: int, newest_step: int) -> None:
+    """Keep the newest `keep` complete checkpoints up to `newest_step`; drop older
+    ones, incomplete step directories, leftover temp directories from killed
+    runs, and checkpoints *after* `newest_step`: those belong to a timeline that
+    was abandoned by resuming from an earlier checkpoint, and `latest` must
+    never jump back onto it."""
     root = checkpoints_root(output_dir)
-    complete = complete_checkpoints(output_dir)
-    keep_paths = {path for _, path in complete[-keep:]}
+    current = [(s, path) for s, path in complete_checkpoints(output_dir) if s <= newest_step]
+    keep_paths = {path for _, path in current[-keep:]}
     for name in os.listdir(root):
         path = os.path.join(root, name)
-        if path in keep_paths or not os.path.isdir(path):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
+        if path not in keep_paths and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def resolve_resume(output_dir: str, resume: Optional[str]) -> Optional[str]:

@@ -134,10 +134,11 @@ class VllmGenerator:
 
         path = os.path.join(self.adapter_dir, f"step-{step}")
         self.policy.save_pretrained(path)
-        if self.lora_request is not None:
-            self.llm.llm_engine.remove_lora(self.lora_request.lora_int_id)
-            shutil.rmtree(self.lora_request.lora_path, ignore_errors=True)
-        self.lora_request = LoRARequest(f"policy-step-{step}", step + 1, path)
+        previous, self.lora_request = self.lora_request, LoRARequest(f"policy-step-{step}", step + 1, path)
+        # A fresh id per step: vLLM never serves a stale cached adapter, and
+        # with max_loras=1 it evicts the previous one on first use of the new.
+        if previous is not None:
+            shutil.rmtree(previous.lora_path, ignore_errors=True)
 
     def generate(self, prompts: list, budgets: list) -> list:
         from vllm import SamplingParams

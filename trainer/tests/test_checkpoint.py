@@ -55,6 +55,14 @@ def test_retention_keeps_the_newest_k_and_clears_leftovers(tmp_path, trained_par
     assert sorted(os.listdir(root)) == ["step-00000004", "step-00000005"]
 
 
+def test_saving_an_earlier_step_drops_the_abandoned_later_ones(tmp_path, trained_parts):
+    for step in (1, 2, 3):
+        _save(tmp_path, step, trained_parts)
+    # Resumed from step 1 explicitly, the run reaches step 2 again.
+    _save(tmp_path, 2, trained_parts)
+    assert [s for s, _ in complete_checkpoints(str(tmp_path))] == [1, 2]
+
+
 def test_resaving_a_step_replaces_it_whole(tmp_path, trained_parts):
     first = _save(tmp_path, 3, trained_parts)
     second = _save(tmp_path, 3, trained_parts)
