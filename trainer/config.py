@@ -212,6 +212,9 @@ def _check_ranges(c: TrainConfig) -> None:
             _fail(name, f"must be >= 0, got {value}")
     if c.lora.r < 1 or c.lora.alpha <= 0:
         _fail("lora", f"r must be >= 1 and alpha > 0, got r={c.lora.r} alpha={c.lora.alpha}")
+    tm = c.lora.target_modules
+    if not ((isinstance(tm, str) and tm) or (isinstance(tm, list) and tm and all(isinstance(m, str) and m for m in tm))):
+        _fail("lora.target_modules", f"must be \"all-linear\" or a non-empty list of module names, got {tm!r}")
     if not 0 <= c.lora.dropout < 1:
         _fail("lora.dropout", f"must be in [0, 1), got {c.lora.dropout}")
     if not 0 < c.vllm.gpu_memory_utilization < 1:

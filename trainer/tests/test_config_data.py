@@ -31,6 +31,7 @@ def test_defaults_are_the_papers_hyperparameters():
     ({"top_p": 1.5}, "config key 'top_p': must be in (0, 1]"),
     ({"batch_size": "8"}, "config key 'batch_size': expected an integer"),
     ({"lora": {"rank": 8}}, "config key 'lora.rank': unknown key"),
+    ({"lora": {"target_modules": []}}, "config key 'lora.target_modules': must be"),
     ({"data": {"instance_ids": ["a"], "path": "x.jsonl"}}, "config key 'data': give exactly one"),
     ({"env_url": "127.0.0.1:9"}, "config key 'env_url': must be an http(s) URL"),
 ])
