@@ -133,8 +133,24 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
       return 'enough';
     }
     matches.push({ path, key: pathSortKey(path), line, text });
-    return 'more';
+    // ripgrep's output is already in display order: past the matches shown, only count the rest.
+    return engine === 'rg' && matches.length === limits.maxGrepMatches ? 'enough' : 'more';
   });
+  let counted = 0;
+  const countRest = (chunk: Buffer, from: number): 'more' | 'enough' => {
+    for (let at = chunk.indexOf(0x0a, from); at !== -1; at = chunk.indexOf(0x0a, at + 1)) counted += 1;
+    if (matches.length + counted <= limits.grepCountLimit) return 'more';
+    countCapped = true;
+    return 'enough';
+  };
+  const onStdout = (chunk: Buffer): 'more' | 'enough' => {
+    if (countCapped) return 'enough';
+    if (!splitter.done) {
+      if (splitter.push(chunk) === 'more' || countCapped) return countCapped ? 'enough' : 'more';
+      return countRest(chunk, splitter.stoppedAt);
+    }
+    return countRest(chunk, 0);
+  };
 
   const timeoutMs = options.timeoutMs ?? limits.grepTimeoutMs;
   const operand = scope.relative === '.' ? null : asOperand(scope.relative);
@@ -142,9 +158,11 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     cwd: scope.root,
     timeoutMs,
     signal: options.signal,
-    onStdout: (chunk) => splitter.push(chunk),
+    onStdout,
   });
   if (!splitter.done) splitter.end();
+  // countRest counts '\n'-terminated lines; ripgrep ends every line it prints with one.
+  const total = matches.length + counted;
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`grep could not start ${engine}: ${outcome.spawnError}`);
 
@@ -152,10 +170,10 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const shown = matches.slice(0, limits.maxGrepMatches);
   const body = shown.map((m) => `${m.path}:${m.line}:${m.text}`).join('\n');
   const notes = [...binaryNotes];
-  const more = matches.length > limits.maxGrepMatches || countCapped;
+  const more = total > limits.maxGrepMatches || countCapped;
   if (more) {
-    const total = countCapped ? `more than ${limits.grepCountLimit}` : String(matches.length);
-    notes.push(`[showing the first ${shown.length} of ${total} matches; narrow the pattern, path or glob to see the others]`);
+    const of = countCapped ? `more than ${limits.grepCountLimit}` : String(total);
+    notes.push(`[showing the first ${shown.length} of ${of} matches; narrow the pattern, path or glob to see the others]`);
   }
 
   if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);

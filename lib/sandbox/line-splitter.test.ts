@@ -30,6 +30,17 @@ describe('LineSplitter', () => {
     expect(collect(['a\nb\nc\nd\n'], 100, 2)).toEqual([['a', 1], ['b', 1]]);
   });
 
+  it('says where in the chunk it stopped, so the caller can take over the rest', () => {
+    const splitter = new LineSplitter(100, (line) => (line.toString() === 'b' ? 'enough' : 'more'));
+    const chunk = Buffer.from('a\nb\nc\nd');
+    expect(splitter.push(chunk)).toBe('enough');
+    expect(chunk.subarray(splitter.stoppedAt).toString()).toBe('c\nd');
+    const spanning = new LineSplitter(100, () => 'enough');
+    spanning.push(Buffer.from('par'));
+    expect(spanning.push(Buffer.from('tial\nrest'))).toBe('enough');
+    expect(spanning.stoppedAt).toBe(5);
+  });
+
   it('splits on another separator (NUL for --null listings), empty records included', () => {
     expect(collect(['x\0\0y\0'], 100, Infinity, 0x00)).toEqual([['x', 1], ['', 0], ['y', 1]]);
   });

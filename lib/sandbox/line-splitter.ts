@@ -8,6 +8,8 @@ export class LineSplitter {
   private keptBytes = 0;
   private droppedBytes = 0;
   private stopped = false;
+  /** After push() returned 'enough': where in that chunk the unread bytes start. */
+  stoppedAt = 0;
 
   constructor(
     private readonly maxLineBytes: number,
@@ -29,15 +31,19 @@ export class LineSplitter {
         // The common case: a whole line inside this chunk, passed as a view without copying.
         const length = end - start;
         const line = chunk.subarray(start, start + Math.min(length, this.maxLineBytes));
-        if (this.onLine(line, length) === 'enough') this.stopped = true;
         start = end + 1;
+        if (this.onLine(line, length) === 'enough') {
+          this.stopped = true;
+          this.stoppedAt = start;
+        }
         continue;
       }
       const stop = end === -1 ? chunk.length : end;
       this.keep(chunk.subarray(start, stop));
       if (end === -1) break;
-      this.flush();
       start = end + 1;
+      this.flush();
+      if (this.stopped) this.stoppedAt = start;
     }
     return this.stopped ? 'enough' : 'more';
   }
