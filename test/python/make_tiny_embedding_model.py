@@ -8,7 +8,7 @@ Writes, under OUT_DIR:
                              token_type_ids, int64 [batch, sequence]; output last_hidden_state)
     tokenizer.json           a WordPiece tokenizer (HF `tokenizers`) trained on a few code-like strings:
                              BertNormalizer (lower case), BertPreTokenizer, "[CLS] $A [SEP]" template
-    tokenizer_config.json, config.json, sentence_bert_config.json (max_seq_length),
+    tokenizer_config.json, config.json, model.safetensors, sentence_bert_config.json (max_seq_length),
     modules.json             Transformer → Pooling → Normalize
     1_Pooling/config.json    mean pooling
   reference.json             what transformers + tokenizers compute for a few texts: token ids, mean-pooled
@@ -135,7 +135,7 @@ def main():
                           "last_hidden_state": dynamic},
             opset_version=17, dynamo=False)
 
-    config.save_pretrained(model_dir)
+    bert.save_pretrained(model_dir)  # config.json + model.safetensors (the bench's PyTorch reference loads it)
     write_json(os.path.join(model_dir, "tokenizer_config.json"), {
         "tokenizer_class": "BertTokenizer", "do_lower_case": True, "model_max_length": size["max_seq_length"],
         "pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
