@@ -66,6 +66,14 @@ export const activityTimeouts = {
     startToCloseMs: envNumber('CODEGREP_WORKTREES_TIMEOUT_MS', 6 * 60 * 60_000),
     heartbeatMs: envNumber('CODEGREP_WORKTREES_HEARTBEAT_MS', 120_000),
   },
+  /**
+   * Downstream plan and summary. Each (configuration, instance) run's limit is the config's
+   * `downstream.runTimeoutMs`; its heartbeat timeout is this one's.
+   */
+  downstream: {
+    startToCloseMs: envNumber('CODEGREP_DOWNSTREAM_TIMEOUT_MS', 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_DOWNSTREAM_HEARTBEAT_MS', 60_000),
+  },
   short: {
     startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
     heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),

@@ -8,3 +8,6 @@ export { writeCatmSummary } from './catm-summary';
 export { findRunArtifact } from './run-artifact';
 export { materializeWorktrees } from './environment-materialize';
 export { deriveGroundTruth } from './environment-ground-truth';
+export { planDownstream } from './downstream-plan';
+export { runDownstreamPair } from './downstream-run';
+export { summarizeDownstream } from './downstream-summary';

@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
+import { resolveDownstreamPaths } from './downstream-config';
 
 export type ResolvedConfig = Omit<PipelineConfig, 'environment'> & {
   runDir: string;
@@ -47,5 +48,6 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
     cacheDir: path.resolve(baseDir, config.environment.cacheDir ?? path.join(dataDir, 'repos')),
     worktreesDir: path.resolve(baseDir, config.environment.worktreesDir ?? path.join(dataDir, 'worktrees')),
   };
-  return { ...config, dataDir, inputs, environment, runDir: path.join(dataDir, config.runId) };
+  const downstream = config.downstream ? { downstream: resolveDownstreamPaths(config.downstream, baseDir) } : {};
+  return { ...config, dataDir, inputs, environment, ...downstream, runDir: path.join(dataDir, config.runId) };
 }

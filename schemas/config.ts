@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DownstreamConfigSchema } from './downstream-config';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 
 /**
@@ -69,12 +70,14 @@ export const CatmConfigSchema = z.object({
 });
 export type CatmConfig = z.infer<typeof CatmConfigSchema>;
 
-export const PipelineStageSchema = z.enum(['catm', 'environment']);
+export const PipelineStageSchema = z.enum(['catm', 'environment', 'downstream']);
 export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
   stages: z.array(PipelineStageSchema).min(1).default(['catm']),
   environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4 }),
+  /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */
+  downstream: DownstreamConfigSchema.optional(),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
 export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;
