@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopWorker?.();
   await server?.close();
-  if (!process.env.KEEP) rmSync(work, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
 });
 
 function runConfig(runId: string, downstream: Record<string, unknown>): Record<string, unknown> {
