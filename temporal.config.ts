@@ -74,6 +74,11 @@ export const activityTimeouts = {
     startToCloseMs: envNumber('CODEGREP_DOWNSTREAM_TIMEOUT_MS', 60 * 60_000),
     heartbeatMs: envNumber('CODEGREP_DOWNSTREAM_HEARTBEAT_MS', 60_000),
   },
+  /** One evaluation shard (retriever × instances), and the evaluation's summary. */
+  evaluation: {
+    startToCloseMs: envNumber('CODEGREP_EVALUATION_TIMEOUT_MS', 6 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_EVALUATION_HEARTBEAT_MS', 60_000),
+  },
   short: {
     startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
     heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),

@@ -11,3 +11,6 @@ export { deriveGroundTruth } from './environment-ground-truth';
 export { planDownstream } from './downstream-plan';
 export { runDownstreamPair } from './downstream-run';
 export { summarizeDownstream } from './downstream-summary';
+export { planEvaluation } from './evaluation-plan';
+export { evaluateShard } from './evaluation-shard';
+export { summarizeEvaluation } from './evaluation-summary';

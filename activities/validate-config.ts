@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
 import { resolveDownstreamPaths } from './downstream-config';
+import { resolveEvaluationPaths } from './evaluation-config';
 
 export type ResolvedConfig = Omit<PipelineConfig, 'environment'> & {
   runDir: string;
@@ -49,5 +50,6 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
     worktreesDir: path.resolve(baseDir, config.environment.worktreesDir ?? path.join(dataDir, 'worktrees')),
   };
   const downstream = config.downstream ? { downstream: resolveDownstreamPaths(config.downstream, baseDir) } : {};
-  return { ...config, dataDir, inputs, environment, ...downstream, runDir: path.join(dataDir, config.runId) };
+  const evaluation = resolveEvaluationPaths(config.evaluation, baseDir, source);
+  return { ...config, dataDir, inputs, environment, evaluation, ...downstream, runDir: path.join(dataDir, config.runId) };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DownstreamConfigSchema } from './downstream-config';
+import { EvaluationConfigSchema } from './evaluation';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 
 /**
@@ -70,12 +71,14 @@ export const CatmConfigSchema = z.object({
 });
 export type CatmConfig = z.infer<typeof CatmConfigSchema>;
 
-export const PipelineStageSchema = z.enum(['catm', 'environment', 'downstream']);
+export const PipelineStageSchema = z.enum(['catm', 'environment', 'evaluation', 'downstream']);
 export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
   stages: z.array(PipelineStageSchema).min(1).default(['catm']),
   environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4 }),
+  /** Retrieval-quality evaluation (schemas/evaluation.ts); default: BM25 top-2 only. */
+  evaluation: EvaluationConfigSchema.prefault({}),
   /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */
   downstream: DownstreamConfigSchema.optional(),
 });

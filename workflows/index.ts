@@ -3,3 +3,4 @@ export { catm } from './catm';
 export { environment } from './environment';
 export { pipeline } from './pipeline';
 export { downstream } from './downstream';
+export { evaluation } from './evaluation';

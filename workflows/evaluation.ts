@@ -1,0 +1,121 @@
+import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type * as activities from '../activities';
+import type { ArtifactRef } from '../schemas/artifact-ref';
+import type { PipelineConfigInput } from '../schemas/config';
+import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
+import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { StageTracker } from './stage-tracker';
+
+export const evaluationStages = ['plan', 'predict', 'report'] as const;
+
+export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
+
+/** The failure a user needs to read: the activity's own message, not the wrapper's. */
+function reasonOf(error: unknown): string {
+  let current: unknown = error;
+  let message = error instanceof Error ? error.message : String(error);
+  while (current instanceof Error) {
+    message = current.message || message;
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return message;
+}
+
+/** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
+function executionLabel(start: Date): string {
+  return start.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+}
+
+/** Runs the tasks with at most `limit` in flight; every task settles, failures included. */
+async function settleAll<T>(tasks: (() => Promise<T>)[], limit: number): Promise<PromiseSettledResult<T>[]> {
+  const results = new Array<PromiseSettledResult<T>>(tasks.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < tasks.length) {
+      const i = next++;
+      try {
+        results[i] = { status: 'fulfilled', value: await tasks[i]!() };
+      } catch (reason) {
+        results[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, tasks.length)) }, lane));
+  return results;
+}
+
+/**
+ * Retrieval-quality evaluation (SPEC §5; CodeGrep §4.2, Table 2; CodeScout §4.2, Table 3, App. G):
+ * samples with ground truth ──plan──▶ retrievers × instance shards ──predict + score──▶ shard Parquet
+ * ──summary──▶ predictions, per-instance metrics, summary.json, report.md, report.html.
+ * A retriever whose shards fail is reported and left out; the others' results are kept.
+ */
+export async function evaluation(input: EvaluationInput): Promise<EvaluationResult> {
+  const { validateConfig, findRunArtifact, planEvaluation } = proxyActivities<typeof activities>(activityOptions('short'));
+  const config = await validateConfig(input);
+  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
+  const { evaluateShard, summarizeEvaluation } = proxyActivities<typeof activities>(activityOptions('evaluation', overrides));
+
+  const tracker = new StageTracker(config.runId, config.recipe, evaluationStages);
+  const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };
+  const samples =
+    input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+  const evaluationConfig = config.evaluation;
+
+  tracker.start('plan');
+  const plan = await planEvaluation({
+    ...common,
+    samples,
+    evaluation: evaluationConfig,
+    outputLabel: evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null,
+  });
+  tracker.finish('plan', 'completed', `${plan.instances} instances × ${plan.retrievers.length} retrievers in ${plan.shardCount} shards`);
+
+  tracker.start('predict');
+  const total = plan.retrievers.length * plan.shardCount;
+  const progress = { shardDirs: plan.retrievers.map((r) => r.shardDir), total };
+  const jobs = plan.retrievers.flatMap((retriever) =>
+    Array.from({ length: plan.shardCount }, (_, shardIndex) => () =>
+      evaluateShard({ ...common, samples, evaluation: evaluationConfig, retriever, shardIndex, shardCount: plan.shardCount, progress }),
+    ),
+  );
+  const settled = await settleAll(jobs, evaluationConfig.maxConcurrentShards);
+
+  const failedRetrievers: { name: string; reason: string }[] = [];
+  const shards: { retriever: string; refs: ArtifactRef[] }[] = [];
+  let cached = 0;
+  let failedShards = 0;
+  plan.retrievers.forEach((retriever, r) => {
+    const own = settled.slice(r * plan.shardCount, (r + 1) * plan.shardCount);
+    const failure = own.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    failedShards += own.filter((s) => s.status === 'rejected').length;
+    if (failure) {
+      if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
+      failedRetrievers.push({ name: retriever.name, reason: reasonOf(failure.reason) });
+      return;
+    }
+    const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);
+    cached += outputs.filter((o) => o.cached).length;
+    shards.push({ retriever: retriever.name, refs: outputs.map((o) => o.shard) });
+  });
+  const note = `${total - failedShards} of ${total} shards (${cached} cached)${failedRetrievers.length > 0 ? `; failed: ${failedRetrievers.map((f) => f.name).join(', ')}` : ''}`;
+  if (shards.length === 0) {
+    tracker.finish('predict', 'failed', note);
+    throw ApplicationFailure.create({
+      type: 'EvaluationFailed',
+      nonRetryable: true,
+      message: `no retriever finished: ${failedRetrievers.map((f) => `${f.name}: ${f.reason}`).join('; ')}`,
+    });
+  }
+  tracker.finish('predict', failedShards > 0 ? 'failed' : cached === total ? 'cached' : 'completed', note);
+
+  tracker.start('report');
+  const summary = await summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers });
+  tracker.finish('report', 'completed', summary.report.markdown);
+  tracker.complete();
+  return {
+    ...summary,
+    outputDir: plan.outputDir,
+    shards: { total, cached, computed: total - cached - failedShards, failed: failedShards },
+  };
+}
