@@ -28,6 +28,13 @@ export interface DenseIndexOptions {
   cacheDir?: string;
   /** Sequences per onnxruntime call (default: the model's). */
   batchSize?: number;
+  /** Files tokenised and embedded together (default 64): the granularity of progress and checkpoints. */
+  filesPerGroup?: number;
+  /**
+   * With a cache, the embeddings made so far are written after a group once this many seconds have passed
+   * since the last write (default 120), so an interrupted indexing run resumes instead of starting over.
+   */
+  checkpointSeconds?: number;
   /** Called after each group of files is embedded (for heartbeats / progress bars). */
   onProgress?: (progress: { filesDone: number; filesTotal: number }) => void;
 }
@@ -59,8 +66,8 @@ export interface DenseIndex {
   stats: DenseIndexStats;
 }
 
-/** Files tokenised and embedded together; bounds memory and sets the progress granularity. */
-const FILES_PER_GROUP = 64;
+const DEFAULT_FILES_PER_GROUP = 64;
+const DEFAULT_CHECKPOINT_SECONDS = 120;
 
 function sha256Text(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -75,6 +82,10 @@ export async function buildDenseIndex(
   const window = contentWindow(model, 'document');
   const overlap = opts.chunkOverlap ?? Math.floor(window * DEFAULT_CHUNK_OVERLAP_FRACTION);
   chunkSpans(0, window, overlap); // validates the overlap before any work
+  const filesPerGroup = opts.filesPerGroup ?? DEFAULT_FILES_PER_GROUP;
+  if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1) throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
+  const checkpointMs = (opts.checkpointSeconds ?? DEFAULT_CHECKPOINT_SECONDS) * 1000;
+  if (!(checkpointMs >= 0)) throw new RangeError(`checkpointSeconds must be a number >= 0, got ${opts.checkpointSeconds}`);
   const maxChunks = opts.maxChunksPerFile ?? Number.POSITIVE_INFINITY;
   if (maxChunks !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxChunks) || maxChunks < 1)) {
     throw new RangeError(`maxChunksPerFile must be a positive integer, got ${maxChunks}`);
@@ -102,13 +113,15 @@ export async function buildDenseIndex(
     const hit = cached?.files.get(paths[i]!);
     if (hit !== undefined && hit.contentSha256 === shas[i] && hit.chunks.length > 0 && hit.chunks.every((c) => c.embedding.length === model.dimension)) {
       entries[i] = hit;
-    }
-    else toEmbed.push(i);
+    } else toEmbed.push(i);
   });
+  const entriesSoFar = (): [string, CachedFile][] => paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : []));
 
   let embeddedTokens = 0;
-  for (let from = 0; from < toEmbed.length; from += FILES_PER_GROUP) {
-    const group = toEmbed.slice(from, from + FILES_PER_GROUP);
+  let lastWrite = Date.now();
+  if (toEmbed.length === 0) opts.onProgress?.({ filesDone: files.length, filesTotal: files.length });
+  for (let from = 0; from < toEmbed.length; from += filesPerGroup) {
+    const group = toEmbed.slice(from, from + filesPerGroup);
     const sequences: number[][] = [];
     const owners: { file: number; span: TokenSpan }[] = [];
     for (const i of group) {
@@ -131,6 +144,11 @@ export async function buildDenseIndex(
     owners.forEach(({ file, span }, s) => {
       entries[file]!.chunks.push({ tokenStart: span.start, tokenEnd: span.end, embedding: vectors[s]! });
     });
+    const more = from + group.length < toEmbed.length;
+    if (cachePath !== undefined && more && Date.now() - lastWrite >= checkpointMs) {
+      await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
+      lastWrite = Date.now();
+    }
     opts.onProgress?.({ filesDone: files.length - toEmbed.length + from + group.length, filesTotal: files.length });
   }
 
@@ -138,7 +156,7 @@ export async function buildDenseIndex(
   if (cachePath !== undefined && cached !== undefined) {
     const sameFileSet = cached.files.size === files.length && paths.every((p) => cached.files.has(p));
     if (toEmbed.length > 0 || !sameFileSet || cached.status !== 'read') {
-      await writeEmbeddingCache(cachePath, configHash, paths.map((p, i): [string, CachedFile] => [p, entries[i]!]));
+      await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
       written = true;
     }
   }

@@ -222,6 +222,27 @@ describe('the Parquet embedding cache', () => {
     await expect(indexWorktreeDense(root, '../escape', model, { cacheDir })).rejects.toThrow(/commit "..\/escape" is not a commit id/);
   });
 
+  it('checkpoints during a long run, so an interrupted run resumes with the files already embedded', async () => {
+    const cacheDir = path.join(tmp, 'cache-checkpoint');
+    const interrupted = indexWorktreeDense(root, commit, model, {
+      cacheDir,
+      filesPerGroup: 2,
+      checkpointSeconds: 0,
+      onProgress: ({ filesDone }) => {
+        if (filesDone >= 4) throw new Error('worker lost');
+      },
+    });
+    await expect(interrupted).rejects.toThrow('worker lost');
+    const resumed = await indexWorktreeDense(root, commit, model, { cacheDir, filesPerGroup: 2 });
+    // Checkpoints were written after the first and second groups (4 files); the run died before the third.
+    expect(resumed.stats).toMatchObject({ cachedFiles: 4, embeddedFiles: INDEXED.length - 4, cache: { read: 'read', written: true } });
+    const fresh = await indexWorktreeDense(root, commit, model);
+    expect(resumed.embeddings).toEqual(fresh.embeddings);
+    const progress: number[] = [];
+    await indexWorktreeDense(root, commit, model, { cacheDir, onProgress: ({ filesDone }) => progress.push(filesDone) });
+    expect(progress).toEqual([INDEXED.length]);
+  });
+
   it('treats an unreadable cache file as absent and replaces it', async () => {
     const cacheDir = path.join(tmp, 'cache-corrupt');
     const first = await indexWorktreeDense(root, commit, model, { cacheDir });
