@@ -32,6 +32,7 @@ export const downstreamPaths = (runDir: string) => {
     plans: path.join(root, 'plans'),
     records: path.join(root, 'runs'),
     checkouts: path.join(root, 'checkouts'),
+    locks: path.join(root, 'locks'),
     swebench: path.join(root, 'swebench'),
     runsParquet: path.join(root, 'runs.parquet'),
     tableJson: path.join(root, 'table.json'),

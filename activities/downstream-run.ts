@@ -15,6 +15,7 @@ import {
   type RunWorktreeFactory,
 } from '../lib/downstream';
 import { followAbort } from '../lib/llm/abort';
+import { withRepoLock } from '../lib/worktrees/repo-lock';
 import type { ChatMessage } from '../schemas/agent';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { DownstreamRunRow } from '../schemas/downstream';
@@ -213,19 +214,38 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
   const context = Context.current();
   const plan = await loadPlan(input.plan);
   const pair = pairOf(plan, input.configuration, input.instanceId);
-  const existing = await finishedRecord(pair);
-  if (existing) {
+  const reuse = async (): Promise<RunDownstreamPairOutput | null> => {
+    const existing = await finishedRecord(pair);
+    if (!existing) return null;
     log.info('downstream run: finished before, reused', { configuration: pair.configuration, instanceId: pair.instanceId });
     return { row: existing.record.row, record: existing.ref, reused: true };
-  }
-  const configuration = plan.configurations.find((c) => c.name === pair.configuration)!;
-  const instance = plan.instances.find((i) => i.instance_id === pair.instanceId)!;
+  };
+  const before = await reuse();
+  if (before) return before;
 
   const heartbeat = { configuration: pair.configuration, instanceId: pair.instanceId, attempt: context.info.attempt, startedAt: new Date().toISOString() };
   context.heartbeat(heartbeat);
   // Heartbeats carry cancellation to the activity: keep them going while the agent and the tests run.
   const keepAlive = setInterval(() => context.heartbeat(heartbeat), Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
   keepAlive.unref();
+  try {
+    // One attempt per pair at a time: an attempt of a terminated or timed-out workflow may still be stopping
+    // when the next one starts. A lock whose holder died (a killed worker) is broken at once.
+    const paths = downstreamPaths(input.runDir);
+    const lockPath = path.join(paths.locks, fileSafe(pair.configuration), `${fileSafe(pair.instanceId)}.lock`);
+    return await withRepoLock(lockPath, async () => (await reuse()) ?? (await runPair(input, plan, pair)), {
+      signal: context.cancellationSignal,
+      waitTimeoutMs: input.runTimeoutMs + 5 * 60_000,
+    });
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+async function runPair(input: ReturnType<typeof RunDownstreamPairInputSchema.parse>, plan: DownstreamPlan, pair: PlannedPair): Promise<RunDownstreamPairOutput> {
+  const context = Context.current();
+  const configuration = plan.configurations.find((c) => c.name === pair.configuration)!;
+  const instance = plan.instances.find((i) => i.instance_id === pair.instanceId)!;
   const run = new AbortController();
   const unlink = followAbort(context.cancellationSignal, run);
   let timedOut = false;
@@ -259,7 +279,6 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
     row = timeoutRow(pair.configuration, pair.instanceId, input.runTimeoutMs);
   } finally {
     clearTimeout(deadline);
-    clearInterval(keepAlive);
     unlink();
   }
   await fs.rm(checkoutDir, { recursive: true, force: true }).catch(() => undefined);
