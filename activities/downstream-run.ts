@@ -280,8 +280,8 @@ async function runPair(input: ReturnType<typeof RunDownstreamPairInputSchema.par
   } finally {
     clearTimeout(deadline);
     unlink();
+    await fs.rm(checkoutDir, { recursive: true, force: true }).catch(() => undefined);
   }
-  await fs.rm(checkoutDir, { recursive: true, force: true }).catch(() => undefined);
 
   let trajectoryPath: string | null = null;
   const trajectory = result?.agent?.trajectory ?? [];

@@ -1,4 +1,4 @@
-import { ApplicationFailure, continueAsNew, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityCancellationType, ApplicationFailure, continueAsNew, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -37,7 +37,12 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
   const stageOptions = activityOptions('downstream', overrides);
   const { planDownstream, summarizeDownstream } = proxyActivities<typeof activities>(stageOptions);
-  const { runDownstreamPair } = proxyActivities<typeof activities>({ ...stageOptions, startToCloseTimeout: settings.runTimeoutMs + RUN_CLEANUP_GRACE_MS });
+  const { runDownstreamPair } = proxyActivities<typeof activities>({
+    ...stageOptions,
+    startToCloseTimeout: settings.runTimeoutMs + RUN_CLEANUP_GRACE_MS,
+    // A cancelled stage ends only once its runs have killed their agent and test processes and removed their checkouts.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
 
   const tracker = new StageTracker(config.runId, config.recipe, downstreamStages);
   const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };

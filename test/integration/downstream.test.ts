@@ -82,6 +82,15 @@ async function failure(workflowId: string, config: Record<string, unknown>): Pro
   throw new Error(`workflow ${workflowId} did not fail`);
 }
 
+/** A process that exists and is not a zombie waiting to be reaped. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 const tokens = (...usages: Array<{ prompt_tokens: number; completion_tokens: number }>) => ({
   inputTokens: usages.reduce((s, u) => s + u.prompt_tokens, 0),
   outputTokens: usages.reduce((s, u) => s + u.completion_tokens, 0),
@@ -266,6 +275,74 @@ describe('downstream stage on the real dev server', () => {
     const markdown = readFileSync(result.reportMarkdown, 'utf8');
     expect(markdown).toContain(`bm25 top-2: predictions from ${jsonl} (jsonl), first 2 file(s); no prediction for 1 instance(s) (acme__calc-2), run with the issue unchanged; 1 unusable prediction row(s), first: line 2: invalid JSON`);
     expect(markdown).toContain(`codegrep: predictions from ${parquet.uri} (parquet)`);
+  });
+
+  it('cancelling the stage kills the agent process group, removes its checkout and writes no record', async () => {
+    const pidFile = path.join(work, 'agent.pids');
+    const runId = 'ds-cancel';
+    const cfg = runConfig(runId, {
+      configurations: [{ name: 'baseline', source: 'none' }],
+      instances: ['acme__calc-1'],
+      // An outside agent that never ends: a shell and its background child, both pids written down.
+      agent: { kind: 'openhands', command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'], timeoutMs: 600_000, env: { PID_FILE: pidFile } },
+    });
+    // Cancellation reaches an activity with its next heartbeat: a short heartbeat timeout keeps the test short.
+    cfg.temporal = { activityTimeouts: { downstream: { heartbeatMs: 2_000 } } };
+    const { client, close } = await testClient();
+    try {
+      const handle = await client.workflow.start('downstream', { taskQueue, workflowId: `${runId}/downstream`, args: [cfg] });
+      const deadline = Date.now() + 60_000;
+      while (!(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim().split('\n').length === 2)) {
+        if (Date.now() > deadline) throw new Error('the agent never started');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const pids = readFileSync(pidFile, 'utf8').trim().split('\n').map(Number);
+      expect(pids.every(alive)).toBe(true);
+      await handle.cancel();
+      const error = await handle.result().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((error as Error & { cause?: Error }).cause?.name).toBe('CancelledFailure');
+      // The workflow waits for its runs to stop: by now both processes are gone.
+      expect(pids.filter(alive)).toEqual([]);
+      const downstreamDir = path.join(dataDir, runId, 'downstream');
+      expect(existsSync(path.join(downstreamDir, 'runs', 'baseline', 'acme__calc-1.json'))).toBe(false);
+      expect(readdirSync(path.join(downstreamDir, 'checkouts'), { recursive: true }).filter((e) => String(e).split(path.sep).length > 1)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a run past runTimeoutMs is stopped, its processes killed, and recorded as an error row that the table counts', async () => {
+    const pidFile = path.join(work, 'slow-agent.pids');
+    const runId = 'ds-run-timeout';
+    const { result } = await execute(
+      `${runId}/downstream`,
+      runConfig(runId, {
+        configurations: [{ name: 'baseline', source: 'none' }],
+        instances: ['acme__calc-1'],
+        agent: { kind: 'openhands', command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'], timeoutMs: 600_000, env: { PID_FILE: pidFile } },
+        runTimeoutMs: 1_500,
+      }),
+    );
+    const rows = await readParquetObjects(result.runs.uri);
+    expect(rows).toEqual([
+      {
+        configuration: 'baseline',
+        instanceId: 'acme__calc-1',
+        resolved: false,
+        outcome: 'error',
+        rounds: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        patchBytes: 0,
+        endReason: 'timeout',
+        error: 'run: the run (agent and harness) passed downstream.runTimeoutMs = 1500 ms and was stopped; its processes were killed',
+      },
+    ]);
+    expect(result.tableValues.rows[0]).toMatchObject({ instances: 1, resolved: 0, errors: 1, resolveRate: 0 });
+    expect(readFileSync(pidFile, 'utf8').trim().split('\n').map(Number).filter(alive)).toEqual([]);
   });
 
   it('fails at once, naming the config key, on a missing predictions file, an ambiguous Parquet, an unknown instance or a missing section', async () => {
