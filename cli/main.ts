@@ -1,5 +1,5 @@
 /**
- * `codegrep`: server | worker | run <config> | status <runId>
+ * `codegrep`: server | worker | run <config> | status <runId> | report <runId> | schedule …
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,6 +21,11 @@ Usage:
       in-process worker when none is running.
   codegrep status <runId>
       Show a run's state, its stages and the Web UI link.
+  codegrep report <runId> [--data-dir runs] [--html] [--list]
+      Print the run's newest evaluation report (Markdown); --html prints the self-contained HTML report's path.
+  codegrep schedule create <name> --config <file> --cron "0 3 * * *" [--catchup-window 1h] [--paused] [--note text]
+  codegrep schedule list | pause <name> [--note text] | unpause <name> | trigger <name> | delete <name>
+      Scheduled evaluation reruns (Temporal Schedules): each run re-evaluates the same config and keeps its report.
   codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]
       Remove materialized worktrees (all, or those unused for N days) and prune git's worktree lists.
 
@@ -112,6 +117,20 @@ async function main(argv: string[]): Promise<number> {
       console.log(`codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`);
       for (const failure of result.failed) console.log(`  ${JSON.stringify(failure)}`);
       return result.failed.length > 0 ? 1 : 0;
+    }
+    case 'schedule': {
+      const { scheduleCommand } = await import('./schedule');
+      return scheduleCommand(rest);
+    }
+    case 'report': {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { 'data-dir': { type: 'string', default: 'runs' }, html: { type: 'boolean', default: false }, list: { type: 'boolean', default: false } },
+      });
+      if (!positionals[0]) throw new ConfigError('codegrep report needs a run id: codegrep report <runId> [--data-dir runs]');
+      const { reportCommand } = await import('./report');
+      return reportCommand({ runId: positionals[0], dataDir: values['data-dir'], html: values.html, list: values.list });
     }
     case 'status': {
       const runId = rest[0];
