@@ -70,7 +70,7 @@ describe('loadEmbeddingModel on the fixture model', () => {
     expect(model.tokenizer.prefix).toHaveLength(1);
     expect(model.tokenizer.suffix).toHaveLength(1);
     expect(contentWindow(model, 'document')).toBe(fixture.reference.max_seq_length - 2);
-    expect(model.stats).toEqual({ sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0 });
+    expect(model.stats).toEqual({ sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0, inferenceMs: 0 });
   });
 
   it('tokenizes and embeds exactly like transformers + tokenizers + sentence-transformers mean pooling', async () => {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { hashConfig } from '../../artifacts/config-hash';
 import { sha256File } from '../../artifacts/sha256-file';
@@ -28,6 +29,8 @@ export interface EmbeddingModelStats {
   sequencesEmbedded: number;
   /** Real (unpadded) tokens fed to the model, special tokens included. */
   tokensEmbedded: number;
+  /** Wall-clock milliseconds spent building tensors, in onnxruntime and pooling (not tokenising). */
+  inferenceMs: number;
 }
 
 export interface EmbeddingModel {
@@ -111,7 +114,7 @@ export async function loadEmbeddingModel(dir: string, opts: EmbeddingModelOption
     batchSize,
     fingerprint,
     promptIds: { query: tokenizer.encode(folder.queryPrompt), document: tokenizer.encode(folder.documentPrompt) },
-    stats: { sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0 },
+    stats: { sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0, inferenceMs: 0 },
     inputs,
     outputName,
     dimension: 0,
@@ -126,7 +129,7 @@ export async function loadEmbeddingModel(dir: string, opts: EmbeddingModelOption
     await session.release();
     throw error;
   }
-  model.stats = { sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0 };
+  model.stats = { sessionRuns: 0, sequencesEmbedded: 0, tokensEmbedded: 0, inferenceMs: 0 };
   return model;
 }
 
@@ -188,6 +191,7 @@ export async function embedTokenSequences(
 }
 
 async function runBatch(model: EmbeddingModel, batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
+  const started = performance.now();
   const rows = batch.length;
   const width = Math.max(...batch.map((s) => s.length));
   const mask = new Uint8Array(rows * width);
@@ -229,5 +233,6 @@ async function runBatch(model: EmbeddingModel, batch: readonly (readonly number[
   if (model.folder.normalize) pooled.forEach(l2NormalizeInPlace);
   model.stats.sequencesEmbedded += rows;
   model.stats.tokensEmbedded += batch.reduce((n, s) => n + s.length, 0);
+  model.stats.inferenceMs += performance.now() - started;
   return pooled;
 }
