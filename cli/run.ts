@@ -138,4 +138,22 @@ function printResult(result: PipelineResult, runDir: string): void {
   if (result.environment) {
     console.log('\nEnvironment (CodeGrep §3.3)\n' + formatEnvironmentSummary(result.environment));
   }
+  if (result.evaluation) {
+    console.log('\nRetrieval evaluation (CodeGrep Table 2 / CodeScout Table 3)');
+    for (const retriever of result.evaluation.summaryValues.retrievers) {
+      const t = retriever.table2;
+      const f = (value: number | null, scale = 1) => (value === null ? '—' : (scale * value).toFixed(scale === 1 ? 3 : 1));
+      console.log(
+        `  ${retriever.name.padEnd(16)} Fβ mean ${f(t.fBetaMean.value)}  median ${f(t.fBetaMedian.value)}  P ${f(t.precision.value)}  R ${f(t.recall.value)}  Fβ≥0.8 ${f(t.shareHighQuality.value, 100)}%  (${retriever.instances} instances${retriever.failed ? `, ${retriever.failed} failed` : ''})`,
+      );
+    }
+    console.log(`  report: ${result.evaluation.report.html}`);
+  }
+  if (result.downstream) {
+    console.log('\nDownstream injection (CodeGrep Table 3)');
+    for (const [configuration, counts] of Object.entries(result.downstream.outcomes)) {
+      console.log(`  ${configuration.padEnd(16)} ${Object.entries(counts).map(([outcome, n]) => `${outcome} ${n}`).join(', ')}`);
+    }
+    console.log(`  report: ${result.downstream.reportMarkdown} / ${result.downstream.reportHtml}`);
+  }
 }

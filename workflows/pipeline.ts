@@ -1,11 +1,15 @@
 import { ChildWorkflowFailure, ApplicationFailure, executeChild, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { CatmResult } from '../schemas/catm';
-import type { PipelineConfigInput } from '../schemas/config';
+import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
+import type { DownstreamResult } from '../schemas/downstream-config';
 import type { EnvironmentResult } from '../schemas/environment';
+import type { EvaluationResult } from '../schemas/evaluation';
 import { activityOptions } from './activity-options';
 import { catm } from './catm';
+import { downstream } from './downstream';
 import { environment } from './environment';
+import { evaluation } from './evaluation';
 import { StageTracker } from './stage-tracker';
 
 export interface StageOutcome {
@@ -20,6 +24,8 @@ export interface PipelineResult {
   outcomes: StageOutcome[];
   catm: CatmResult | null;
   environment: EnvironmentResult | null;
+  evaluation: EvaluationResult | null;
+  downstream: DownstreamResult | null;
 }
 
 /** The innermost failure message: what a user needs to read (the activity's own words). */
@@ -44,10 +50,10 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
   const tracker = new StageTracker(config.runId, config.recipe, config.stages);
   upsertMemo({ config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode } });
 
-  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null };
+  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null, evaluation: null, downstream: null };
   const failed = new Set<string>();
 
-  async function stage<T>(name: 'catm' | 'environment', needs: string[], run: (workflowId: string) => Promise<T>): Promise<T | null> {
+  async function stage<T>(name: PipelineStage, needs: string[], run: (workflowId: string) => Promise<T>): Promise<T | null> {
     if (!config.stages.includes(name)) return null;
     const blocker = needs.find((need) => failed.has(need));
     if (blocker) {
@@ -87,6 +93,22 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
       args: [{ ...config, artifacts: result.catm ? { samples: result.catm.samples } : undefined }],
     }),
   );
+  result.evaluation = await stage('evaluation', ['environment'], (workflowId) =>
+    executeChild(evaluation, {
+      ...childOptions(workflowId, 'evaluation'),
+      args: [{ ...config, artifacts: result.environment ? { samples: result.environment.samples } : undefined }],
+    }),
+  );
+  result.downstream = await stage('downstream', ['environment', 'evaluation'], (workflowId) => {
+    // Configurations that name no predictions file read the evaluation stage's predictions (their retriever's rows).
+    const fromEvaluation = result.evaluation?.predictions;
+    const predictions = Object.fromEntries(
+      (config.downstream?.configurations ?? [])
+        .filter((c) => c.source === 'predictions' && !c.predictions && fromEvaluation)
+        .map((c) => [c.name, fromEvaluation!]),
+    );
+    return executeChild(downstream, { ...childOptions(workflowId, 'downstream'), args: [{ ...config, artifacts: { predictions } }] });
+  });
 
   tracker.complete();
   if (result.outcomes.length > 0 && result.outcomes.every((o) => o.status !== 'completed')) {
