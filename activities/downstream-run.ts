@@ -190,10 +190,12 @@ async function countFinished(plan: DownstreamPlan): Promise<number> {
 async function signalProgress(plan: DownstreamPlan, targets: readonly string[]): Promise<void> {
   const client = activityClient();
   if (!client || targets.length === 0) return;
+  // Signals land in the workflow's history: at most one per SIGNAL_EVERY_MS per worker. The stage's last count
+  // needs no signal of its own (the tracker completes the stage's progress when the runs are done).
   const now = Date.now();
-  const done = await countFinished(plan);
-  if (now - lastSignalAt < SIGNAL_EVERY_MS && done < plan.pairs.length) return;
+  if (now - lastSignalAt < SIGNAL_EVERY_MS) return;
   lastSignalAt = now;
+  const done = await countFinished(plan);
   const progress = { stage: 'runs', done, total: plan.pairs.length, unit: 'runs', counts: {} };
   // Progress is best effort: a finished or unknown target must never fail a run.
   await Promise.all(targets.map((id) => client.workflow.getHandle(id).signal('stageProgress', progress).catch(() => undefined)));
