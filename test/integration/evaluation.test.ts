@@ -36,6 +36,7 @@ const turnOf = (body: ChatRequestBody) => (body.messages as Message[]).filter((m
  * instance 2 at once); scout-agent calls CodeScout's localization_finish (instance 1 after one terminal call).
  */
 function script(body: ChatRequestBody) {
+  if (body.model === 'locked') return reply.error(401);
   const gears = userText(body).includes('Gear.circumference');
   const turn = turnOf(body);
   if (body.model === 'grep-agent') {
@@ -271,5 +272,66 @@ describe('evaluation stage on the real dev server', () => {
     expect(llm.requests.length).toBe(requestsBefore);
     expect(again.metrics).toEqual(result.metrics);
     expect(shardFiles().map((f) => [f, statSync(f).mtimeMs])).toEqual(before);
+  });
+
+  it('keeps the other retrievers when one fails, scores an instance without prediction as failed, and evaluates a subset', async () => {
+    const partial = path.join(work, 'partial.jsonl');
+    writeFileSync(partial, `${JSON.stringify({ instance_id: 'acme__widgets-1', found_files: ['widgets/gears.py'] })}\n`);
+    const { client, close } = await testClient();
+    let subset: EvaluationResult;
+    try {
+      subset = await client.workflow.execute('evaluation', {
+        taskQueue,
+        workflowId: `${runId}/evaluation-subset`,
+        args: [
+          config({
+            evaluation: {
+              retrievers: [
+                { name: 'partial', kind: 'predictions', path: partial },
+                { name: 'locked-agent', kind: 'agent', baseUrl: llm.baseUrl, model: 'locked', answerFormat: 'codegrep' },
+              ],
+              instances: ['acme__widgets-2'],
+              bootstrap: { samples: 50 },
+              outputPerRun: true,
+            },
+          }),
+        ],
+      });
+    } finally {
+      await close();
+    }
+    expect(subset.summaryValues.instances).toBe(1);
+    expect(subset.summaryValues.excluded).toEqual({ withoutGroundTruth: 0, notSelected: 1 });
+    // The refused API key fails that retriever's shard at once (no retry), and only that retriever.
+    expect(subset.shards).toEqual({ total: 2, cached: 0, computed: 1, failed: 1 });
+    expect(subset.summaryValues.failedRetrievers).toHaveLength(1);
+    expect(subset.summaryValues.failedRetrievers[0]!.name).toBe('locked-agent');
+    expect(subset.summaryValues.failedRetrievers[0]!.reason).toContain('refused the API key');
+    expect(llm.requests.filter((r) => r.body?.model === 'locked')).toHaveLength(1);
+    // The predictions file has no line for instance 2: a failed instance, scored as predicting nothing.
+    const [row] = await readParquetObjects(subset.metrics.uri);
+    expect(row).toMatchObject({ retriever: 'partial', instanceId: 'acme__widgets-2', failed: true, fileFBeta: 0 });
+    expect(subset.summaryValues.retrievers.map((r) => [r.name, r.failed])).toEqual([['partial', 1]]);
+    const md = readFileSync(subset.report.markdown, 'utf8');
+    expect(md).toContain('- **locked-agent**: agent retriever "locked-agent" on instance acme__widgets-2: LLM endpoint');
+    // outputPerRun: this execution's own folder.
+    expect(path.dirname(subset.outputDir)).toBe(path.join(dataDir, runId, 'evaluation'));
+  });
+
+  it('fails at once, naming them, when evaluation.instances lists ids that are not samples', async () => {
+    const { client, close } = await testClient();
+    try {
+      const run = client.workflow.execute('evaluation', {
+        taskQueue,
+        workflowId: `${runId}/evaluation-unknown`,
+        args: [config({ evaluation: { retrievers: [{ name: 'bm25', kind: 'bm25' }], instances: ['acme__widgets-1', 'nope-9'] } })],
+      });
+      // WorkflowFailedError ← ActivityFailure (planEvaluation) ← the non-retryable ApplicationFailure.
+      await expect(run).rejects.toMatchObject({
+        cause: { cause: { type: 'InvalidInput', message: expect.stringContaining('evaluation.instances: nope-9 are not samples with ground truth') } },
+      });
+    } finally {
+      await close();
+    }
   });
 });
