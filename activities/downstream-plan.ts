@@ -151,14 +151,19 @@ async function loadPredictions(configuration: DownstreamConfiguration, where: st
       if (parsed.data.retriever !== null) retrievers.add(parsed.data.retriever);
       rows.push({ ordinal: record.ordinal, ...parsed.data });
     }
-    if (configuration.retriever === undefined && retrievers.size > 1) {
-      throw invalidInput(`${where}.predictions (${configuration.name}): ${file} holds ${retrievers.size} retrievers (${[...retrievers].sort().join(', ')}); set ${where}.retriever to one of them`);
+    // The evaluation stage's Parquet holds every retriever: a configuration picks its own by `retriever`, or by
+    // being named like one of them.
+    const retriever = configuration.retriever ?? (retrievers.size > 1 && retrievers.has(configuration.name) ? configuration.name : undefined);
+    if (retriever === undefined && retrievers.size > 1) {
+      throw invalidInput(
+        `${where}.predictions (${configuration.name}): ${file} holds ${retrievers.size} retrievers (${[...retrievers].sort().join(', ')}); set ${where}.retriever to one of them, or name the configuration like it`,
+      );
     }
-    if (configuration.retriever !== undefined && !retrievers.has(configuration.retriever)) {
-      throw invalidInput(`${where}.retriever (${configuration.name}): ${file} has no rows of retriever "${configuration.retriever}" (it has ${[...retrievers].sort().join(', ') || 'none'})`);
+    if (retriever !== undefined && !retrievers.has(retriever)) {
+      throw invalidInput(`${where}.retriever (${configuration.name}): ${file} has no rows of retriever "${retriever}" (it has ${[...retrievers].sort().join(', ') || 'none'})`);
     }
     for (const row of rows) {
-      if (configuration.retriever !== undefined && row.retriever !== configuration.retriever) continue;
+      if (retriever !== undefined && row.retriever !== retriever) continue;
       if (files.has(row.instanceId)) errors.push(`row ${row.ordinal}: instance ${row.instanceId} again; the first row is used`);
       else files.set(row.instanceId, row.files);
     }

@@ -43,7 +43,10 @@ export const DownstreamConfigurationSchema = z
      * workflow input carries `artifacts.predictions[<name>]` (the pipeline passes the evaluation stage's ref).
      */
     predictions: z.string().trim().min(1).optional(),
-    /** `predictions` only: keep the rows of this retriever of a multi-retriever Parquet file. */
+    /**
+     * `predictions` only: keep the rows of this retriever of a multi-retriever Parquet file (the evaluation
+     * stage's holds all of them). Default: the retriever named like the configuration, if there is one.
+     */
     retriever: z.string().trim().min(1).optional(),
     /** Inject only the first k files (absent: all of them; App. E's K = 2 is applied by BM25 itself). */
     k: z.number().int().min(1, 'k must be at least 1 (leave it out to inject every file)').optional(),

@@ -205,7 +205,7 @@ describe('downstream stage on the real dev server', () => {
     expect(await readParquetObjects(again.result.runs.uri)).toEqual(rows);
   });
 
-  it('injects predictions from an outside JSONL (cut to k) and from an evaluation-style Parquet (one retriever of two)', async () => {
+  it('injects predictions from an outside JSONL (cut to k) and from an evaluation-style Parquet (the retriever named like the configuration)', async () => {
     const jsonl = path.join(work, 'bm25.predictions.jsonl');
     writeFileSync(
       jsonl,
@@ -239,7 +239,8 @@ describe('downstream stage on the real dev server', () => {
         configurations: [
           { name: 'baseline', source: 'none' },
           { name: 'bm25 top-2', source: 'predictions', predictions: jsonl, k: 2 },
-          { name: 'codegrep', source: 'predictions', predictions: parquet.uri, retriever: 'codegrep-v3' },
+          // No `retriever`: the configuration is named like one of the file's retrievers.
+          { name: 'codegrep-v3', source: 'predictions', predictions: parquet.uri },
         ],
         instances: ['acme__calc-2', 'acme__calc-1'],
       }),
@@ -251,8 +252,8 @@ describe('downstream stage on the real dev server', () => {
     // which therefore runs with the issue unchanged and ends like the baseline.
     expect(byPair.get('bm25 top-2/acme__calc-1')).toMatchObject({ resolved: true, rounds: 3, ...tokens(USAGE.viewWrong, USAGE.fix, USAGE.submit) });
     expect(byPair.get('bm25 top-2/acme__calc-2')).toMatchObject({ resolved: false, outcome: 'unresolved', rounds: 2 });
-    expect(byPair.get('codegrep/acme__calc-1')).toMatchObject({ resolved: true, rounds: 2 });
-    expect(byPair.get('codegrep/acme__calc-2')).toMatchObject({ resolved: true, rounds: 2 });
+    expect(byPair.get('codegrep-v3/acme__calc-1')).toMatchObject({ resolved: true, rounds: 2 });
+    expect(byPair.get('codegrep-v3/acme__calc-2')).toMatchObject({ resolved: true, rounds: 2 });
     // The subset's order is the run order.
     expect(rows.map((r) => r.instanceId)).toEqual(['acme__calc-2', 'acme__calc-2', 'acme__calc-2', 'acme__calc-1', 'acme__calc-1', 'acme__calc-1']);
 
@@ -274,7 +275,7 @@ describe('downstream stage on the real dev server', () => {
 
     const markdown = readFileSync(result.reportMarkdown, 'utf8');
     expect(markdown).toContain(`bm25 top-2: predictions from ${jsonl} (jsonl), first 2 file(s); no prediction for 1 instance(s) (acme__calc-2), run with the issue unchanged; 1 unusable prediction row(s), first: line 2: invalid JSON`);
-    expect(markdown).toContain(`codegrep: predictions from ${parquet.uri} (parquet)`);
+    expect(markdown).toContain(`codegrep-v3: predictions from ${parquet.uri} (parquet).`);
   });
 
   it('cancelling the stage kills the agent process group, removes its checkout and writes no record', async () => {
@@ -354,7 +355,10 @@ describe('downstream stage on the real dev server', () => {
     );
     const ambiguous = path.join(work, 'evaluation', 'predictions.parquet');
     expect(await failure('ds-bad/ambiguous', withPredictions({ predictions: ambiguous }))).toContain(
-      `${ambiguous} holds 2 retrievers (bm25, codegrep-v3); set downstream.configurations.1.retriever to one of them`,
+      `${ambiguous} holds 2 retrievers (bm25, codegrep-v3); set downstream.configurations.1.retriever to one of them, or name the configuration like it`,
+    );
+    expect(await failure('ds-bad/unknown-retriever', withPredictions({ predictions: ambiguous, retriever: 'nope' }))).toBe(
+      `downstream.configurations.1.retriever (r): ${ambiguous} has no rows of retriever "nope" (it has bm25, codegrep-v3)`,
     );
     expect(await failure('ds-bad/no-file', withPredictions({}))).toContain('downstream.configurations.1 (r) has source "predictions" but no predictions file');
     expect(await failure('ds-bad/unknown-instance', runConfig('ds-bad', { instances: ['acme__calc-1', 'acme__calc-404'] }))).toContain(
