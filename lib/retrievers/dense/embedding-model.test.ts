@@ -164,6 +164,9 @@ describe('loadEmbeddingModel on the fixture model', () => {
     expect(maxAbsDifference(withPrompt!, byHand!)).toBeLessThan(1e-6);
     const [asDocument] = await embedTexts(prompted, ['import numpy'], 'document');
     expect(cosine(withPrompt!, asDocument!)).toBeLessThan(0.9999);
+    await expect(loadEmbeddingModel(fixture.modelDir, { queryPrompt: 'import '.repeat(40) })).rejects.toThrow(
+      /the query prompt and special tokens take 42 of the 32 tokens a sequence may hold/,
+    );
   });
 
   it('loads a graph at the folder root too, and names the file onnxruntime cannot load', async () => {

@@ -119,10 +119,10 @@ export async function loadEmbeddingModel(dir: string, opts: EmbeddingModelOption
     outputName,
     dimension: 0,
   };
-  const window = Math.min(contentWindow(model, 'query'), contentWindow(model, 'document'));
   // One probe run: a graph whose output cannot be pooled fails here, at load, and the dimension is known
   // before any file is embedded. Not counted in the stats.
   try {
+    const window = Math.min(contentWindow(model, 'query'), contentWindow(model, 'document'));
     const [probe] = await embedTokenSequences(model, [wrapTokens(model, tokenizer.encode('hello world').slice(0, window), 'document')]);
     model.dimension = probe!.length;
   } catch (error) {
