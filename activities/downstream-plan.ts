@@ -167,7 +167,8 @@ async function loadPredictions(configuration: DownstreamConfiguration, where: st
       if (files.has(row.instanceId)) errors.push(`row ${row.ordinal}: instance ${row.instanceId} again; the first row is used`);
       else files.set(row.instanceId, row.files);
     }
-    return { from: { uri: file, sha256, format: 'parquet' }, files, errors };
+    const used = retriever ?? (retrievers.size === 1 ? [...retrievers][0]! : null);
+    return { from: { uri: file, sha256, format: 'parquet', retriever: used }, files, errors };
   }
   if (configuration.retriever !== undefined) {
     throw invalidInput(`${where}.retriever (${configuration.name}): only a predictions Parquet file has retrievers; ${file} is read as JSONL`);
@@ -180,7 +181,7 @@ async function loadPredictions(configuration: DownstreamConfiguration, where: st
   }
   for (const prediction of read.predictions) files.set(prediction.instanceId, prediction.files);
   for (const error of read.errors) errors.push(`line ${error.line}: ${error.message}`);
-  return { from: { uri: file, sha256, format: 'jsonl' }, files, errors };
+  return { from: { uri: file, sha256, format: 'jsonl', retriever: null }, files, errors };
 }
 
 /**

@@ -131,7 +131,9 @@ export function downstreamReportBlocks(input: DownstreamReportInput): Block[] {
       items: injected.map((c) => {
         const k = c.k ? `, first ${c.k} file(s)` : '';
         if (c.source === 'oracle') return `${c.name}: the gold patch's files${k} (oracle).`;
-        const from = c.predictionsFrom ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format})` : 'no source';
+        const from = c.predictionsFrom
+          ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''})`
+          : 'no source';
         const missing = c.missingPredictions.length > 0 ? `; no prediction for ${c.missingPredictions.length} instance(s) (${c.missingPredictions.slice(0, 5).join(', ')}${c.missingPredictions.length > 5 ? ', …' : ''}), run with the issue unchanged` : '';
         const errors = c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
         return `${c.name}: predictions from ${from}${k}${missing}${errors}.`;

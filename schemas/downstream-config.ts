@@ -206,7 +206,15 @@ export const PlannedConfigurationSchema = z.object({
   source: InjectionSourceSchema,
   k: z.number().int().optional(),
   /** Where a predictions configuration's files came from (file path or artifact uri), with its sha256. */
-  predictionsFrom: z.object({ uri: z.string(), sha256: z.string(), format: z.enum(['jsonl', 'parquet']) }).nullable(),
+  predictionsFrom: z
+    .object({
+      uri: z.string(),
+      sha256: z.string(),
+      format: z.enum(['jsonl', 'parquet']),
+      /** The retriever whose rows were read (Parquet with a retriever column), else null. */
+      retriever: z.string().nullable(),
+    })
+    .nullable(),
   /** Instances of the plan the predictions source has no row for (they run with the issue unchanged). */
   missingPredictions: z.array(z.string()),
   /** Unusable lines/rows of the predictions source, described. */

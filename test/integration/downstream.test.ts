@@ -275,7 +275,7 @@ describe('downstream stage on the real dev server', () => {
 
     const markdown = readFileSync(result.reportMarkdown, 'utf8');
     expect(markdown).toContain(`bm25 top-2: predictions from ${jsonl} (jsonl), first 2 file(s); no prediction for 1 instance(s) (acme__calc-2), run with the issue unchanged; 1 unusable prediction row(s), first: line 2: invalid JSON`);
-    expect(markdown).toContain(`codegrep-v3: predictions from ${parquet.uri} (parquet).`);
+    expect(markdown).toContain(`codegrep-v3: predictions from ${parquet.uri} (parquet, retriever codegrep-v3).`);
   });
 
   it('cancelling the stage kills the agent process group, removes its checkout and writes no record', async () => {
