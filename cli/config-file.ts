@@ -39,6 +39,25 @@ export function readConfigFile(file: string): Record<string, unknown> {
     }
     config.environment = resolved;
   }
+  // Paths inside stage sections: evaluation retrievers' predictions files and model folders, downstream
+  // configurations' predictions files, the training model folder.
+  const resolveKeys = (entry: unknown, keys: string[]) => {
+    if (typeof entry !== 'object' || entry === null) return entry;
+    const copy: Record<string, unknown> = { ...(entry as Record<string, unknown>) };
+    for (const key of keys) if (typeof copy[key] === 'string') copy[key] = path.resolve(base, copy[key] as string);
+    return copy;
+  };
+  const evaluation = config.evaluation as { retrievers?: unknown[] } | undefined;
+  if (evaluation && Array.isArray(evaluation.retrievers)) {
+    config.evaluation = { ...evaluation, retrievers: evaluation.retrievers.map((r) => resolveKeys(r, ['path', 'modelDir'])) };
+  }
+  const downstreamSection = config.downstream as { configurations?: unknown[]; instancesFile?: unknown } | undefined;
+  if (downstreamSection && typeof downstreamSection === 'object') {
+    const resolved = resolveKeys(downstreamSection, ['instancesFile']) as Record<string, unknown>;
+    if (Array.isArray(downstreamSection.configurations)) resolved.configurations = downstreamSection.configurations.map((c) => resolveKeys(c, ['predictions']));
+    config.downstream = resolved;
+  }
+  if (config.training && typeof config.training === 'object') config.training = resolveKeys(config.training, ['modelDir']);
   // An explicit dataDir is relative to the config file; the default `runs/` is relative to where you run.
   config.dataDir = typeof config.dataDir === 'string' ? path.resolve(base, config.dataDir) : path.resolve('runs');
   return config;
