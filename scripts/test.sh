@@ -29,7 +29,9 @@ let passed = 0, failed = 0, skipped = 0;
 for (const f of ["unit.json", "integration.json"]) {
   const p = dir + "/" + f; if (!fs.existsSync(p)) { failed += 1; console.log(`(no ${f}: that suite did not run)`); continue; }
   const r = JSON.parse(fs.readFileSync(p, "utf8"));
-  passed += r.numPassedTests; failed += r.numFailedTests + (r.numRuntimeErrorTestSuites || 0); skipped += r.numPendingTests + (r.numTodoTests || 0);
+  // A file that fails outside any test (an import error, a throwing beforeAll) counts as one failure.
+  const fileErrors = (r.testResults || []).filter((t) => t.status === "failed" && !(t.assertionResults || []).some((a) => a.status === "failed")).length;
+  passed += r.numPassedTests; failed += r.numFailedTests + fileErrors; skipped += r.numPendingTests + (r.numTodoTests || 0);
 }
 const x = dir + "/pytest.xml";
 if (fs.existsSync(x)) {
