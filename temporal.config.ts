@@ -79,6 +79,14 @@ export const activityTimeouts = {
     startToCloseMs: envNumber('CODEGREP_EVALUATION_TIMEOUT_MS', 6 * 60 * 60_000),
     heartbeatMs: envNumber('CODEGREP_EVALUATION_HEARTBEAT_MS', 60_000),
   },
+  /**
+   * One training segment on the GPU worker (model loading + segmentSteps steps). The activity heartbeats on
+   * a timer while its trainer runs, so the heartbeat timeout is what detects a killed GPU worker.
+   */
+  training: {
+    startToCloseMs: envNumber('CODEGREP_TRAINING_TIMEOUT_MS', 24 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_TRAINING_HEARTBEAT_MS', 60_000),
+  },
   short: {
     startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
     heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),

@@ -14,3 +14,5 @@ export { summarizeDownstream } from './downstream-summary';
 export { planEvaluation } from './evaluation-plan';
 export { evaluateShard } from './evaluation-shard';
 export { summarizeEvaluation } from './evaluation-summary';
+export { trainSegment, inspectTrainingRun } from './training';
+export { writeTrainingReport } from './training-report';

@@ -4,10 +4,13 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
 import { resolveDownstreamPaths } from './downstream-config';
 import { resolveEvaluationPaths } from './evaluation-config';
+import type { ResolvedTrainingConfig } from '../schemas/training';
+import { resolveTrainingPaths } from './training-config';
 
-export type ResolvedConfig = Omit<PipelineConfig, 'environment'> & {
+export type ResolvedConfig = Omit<PipelineConfig, 'environment' | 'training'> & {
   runDir: string;
   environment: PipelineConfig['environment'] & { cacheDir: string; worktreesDir: string };
+  training?: ResolvedTrainingConfig;
 };
 
 /**
@@ -51,5 +54,6 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
   };
   const downstream = config.downstream ? { downstream: resolveDownstreamPaths(config.downstream, baseDir) } : {};
   const evaluation = resolveEvaluationPaths(config.evaluation, baseDir, source);
-  return { ...config, dataDir, inputs, environment, evaluation, ...downstream, runDir: path.join(dataDir, config.runId) };
+  const training = config.training ? resolveTrainingPaths(config.training, baseDir) : undefined;
+  return { ...config, dataDir, inputs, environment, evaluation, ...downstream, training, runDir: path.join(dataDir, config.runId) };
 }

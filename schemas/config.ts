@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DownstreamConfigSchema } from './downstream-config';
 import { EvaluationConfigSchema } from './evaluation';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
+import { TrainingConfigSchema } from './training';
 
 /**
  * The one JSON object a `pipeline` (or `catm`) workflow takes, so
@@ -71,7 +72,7 @@ export const CatmConfigSchema = z.object({
 });
 export type CatmConfig = z.infer<typeof CatmConfigSchema>;
 
-export const PipelineStageSchema = z.enum(['catm', 'environment', 'evaluation', 'downstream']);
+export const PipelineStageSchema = z.enum(['catm', 'environment', 'evaluation', 'downstream', 'training']);
 export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
@@ -81,6 +82,8 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   evaluation: EvaluationConfigSchema.prefault({}),
   /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */
   downstream: DownstreamConfigSchema.optional(),
+  /** GRPO training on the GPU worker (schemas/training.ts); required by the training workflow. */
+  training: TrainingConfigSchema.optional(),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
 export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;

@@ -158,7 +158,7 @@ export type TrainerEvent = z.infer<typeof TrainerEventSchema>;
 export const TRAINING_METRICS_SCHEMA_NAME = 'training.metrics';
 export const TRAINING_METRICS_SCHEMA_VERSION = 1;
 
-export interface TrainingMetricsRow {
+export type TrainingMetricsRow = {
   step: number;
   epoch: number;
   rewardMean: number;
@@ -186,13 +186,15 @@ export interface TrainingMetricsRow {
   trainTokensPerS: number;
   peakGpuMemGb: number | null;
   checkpoint: string | null;
-  /** Which segment and activity attempt recorded the line, and when: the newest record of a step wins. */
+  /**
+   * Where the line was recorded: segment, activity attempt and line of that attempt's stdout. Records are
+   * ordered by (segment, attempt, line); the newest record of a step is the one on the checkpoint lineage
+   * (a step redone after a resume was recorded after the lost one).
+   */
   segment: number;
   attempt: number;
-  recordedAt: string;
-  /** The line's position in its attempt's stdout, to order records of the same millisecond. */
   line: number;
-}
+};
 
 const f64 = (name: string, nullable = false) => new arrow.Field(name, new arrow.Float64(), nullable);
 const i32 = (name: string) => new arrow.Field(name, new arrow.Int32(), false);
@@ -231,12 +233,11 @@ export const trainingMetricsArrowSchema = new arrow.Schema([
   new arrow.Field('checkpoint', new arrow.Utf8(), true),
   i32('segment'),
   i32('attempt'),
-  new arrow.Field('recordedAt', new arrow.Utf8(), false),
   i32('line'),
 ]);
 
 /** The trainer's snake_case step line as a metrics row. */
-export function stepLineToMetricsRow(line: TrainerStepLine, where: { segment: number; attempt: number; recordedAt: string; line: number }): TrainingMetricsRow {
+export function stepLineToMetricsRow(line: TrainerStepLine, where: { segment: number; attempt: number; line: number }): TrainingMetricsRow {
   return {
     step: line.step,
     epoch: line.epoch,
@@ -363,6 +364,8 @@ export interface TrainingStatus {
   checkpoint: string | null;
   segment: number;
   state: 'training' | 'paused' | 'stopping' | 'reporting' | 'done';
+  /** Whether a segment activity (a trainer) is running now. */
+  segmentRunning: boolean;
   paused: boolean;
   stopRequested: boolean;
   latest: LatestStepMetrics | null;
@@ -390,6 +393,8 @@ export interface TrainingCarry {
 export const TrainingReportInputSchema = z.object({
   runId: z.string(),
   runDir: z.string(),
+  /** The last step of the run (its newest checkpoint): metrics above it are off the lineage. */
+  step: z.number().int().min(0),
   recipe: TrainingRecipeSchema,
   algorithm: TrainingAlgorithmSchema,
   budget: z.number().int(),

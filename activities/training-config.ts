@@ -1,0 +1,73 @@
+import path from 'node:path';
+import { resolveAgentLimits } from '../lib/agent';
+import { recipeDefinition } from '../lib/envserver';
+import type { ResolvedTrainingConfig, TrainingConfig } from '../schemas/training';
+import { temporalConfig } from '../temporal.config';
+
+/** trainer/config.py spells Dr.GRPO `dr_grpo`. */
+const TRAINER_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', drgrpo: 'dr_grpo' } as const;
+
+/**
+ * The trainer's JSON config (trainer/config.py) for one segment. Keys the training section leaves out are not
+ * written, so the trainer's own defaults (each next to its paper section) apply; the turn limit is always
+ * written, from lib/agent, so the trainer's turn guard and the environment's limit are the same number.
+ * `total_steps` is the run's budget, not the segment's end: it shapes the lr schedule (a segment is stopped
+ * by the activity, at a checkpoint).
+ */
+export function trainerConfig(
+  training: ResolvedTrainingConfig,
+  run: { outputDir: string; envUrl: string; instanceIds: readonly string[]; totalSteps: number },
+): Record<string, unknown> {
+  const limits = environmentLimits(training);
+  const optional: Record<string, unknown> = {
+    batch_size: training.batchSize,
+    group_size: training.groupSize,
+    max_new_tokens: training.limits.maxNewTokens,
+    max_new_tokens_per_turn: training.limits.maxNewTokensPerTurn,
+    max_seq_len: training.limits.maxSeqLen,
+    lr: training.lr,
+    warmup_ratio: training.warmupRatio,
+    temperature: training.temperature,
+    top_p: training.topP,
+    top_k: training.topK,
+    kl_beta: training.klBeta,
+    lora: training.lora,
+    checkpoint_every: training.checkpointEvery,
+    keep_checkpoints: training.keepCheckpoints,
+  };
+  return {
+    ...training.trainer,
+    model_path: training.modelDir,
+    output_dir: run.outputDir,
+    env_url: run.envUrl,
+    data: { instance_ids: [...run.instanceIds] },
+    total_steps: run.totalSteps,
+    seed: training.seed,
+    algorithm: TRAINER_ALGORITHM[training.algorithm],
+    max_turns: limits.maxTurns,
+    mask_unanswered_at_turn_limit: training.maskUnansweredAtTurnLimit ?? recipeDefinition(training.recipe).maskUnansweredAtTurnLimit,
+    ...Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined)),
+  };
+}
+
+/** The environment's limits for the same run. */
+export function environmentLimits(training: ResolvedTrainingConfig) {
+  return resolveAgentLimits({
+    ...(training.limits.maxTurns === undefined ? {} : { maxTurns: training.limits.maxTurns }),
+    ...(training.limits.maxToolCallsPerTurn === undefined ? {} : { maxToolCallsPerTurn: training.limits.maxToolCallsPerTurn }),
+  });
+}
+
+/**
+ * The training section with its paths made absolute against `baseDir` (the worker's working directory) and
+ * the GPU task queue filled in from temporal.config.ts. Paths are not checked here: the model directory and
+ * the Python live on the GPU node, where the segment activity checks them.
+ */
+export function resolveTrainingPaths(training: TrainingConfig, baseDir: string): ResolvedTrainingConfig {
+  return {
+    ...training,
+    modelDir: path.resolve(baseDir, training.modelDir),
+    python: path.resolve(baseDir, training.python),
+    gpuTaskQueue: training.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
+  };
+}

@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hashConfig, writeParquetArtifact } from '../lib/artifacts';
+import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, trainingMetricsArrowSchema, type ResolvedTrainingConfig } from '../schemas/training';
+import { trainerConfig } from './training-config';
+import {
+  attemptFiles,
+  listSegments,
+  missingSteps,
+  newestCheckpoint,
+  newestPerStep,
+  readSegmentLogRows,
+  runMetricsRows,
+  segmentDir,
+  segmentMetricsPath,
+  stepRowFromLine,
+  trainingLayout,
+} from './training-metrics';
+import { LineTail, reapStaleTrainer, writePidFile } from './training-process';
+
+let runDir: string;
+beforeEach(() => {
+  runDir = mkdtempSync(path.join(os.tmpdir(), 'codegrep-training-metrics-'));
+});
+afterEach(() => rmSync(runDir, { recursive: true, force: true }));
+
+/** A step line exactly as trainer/train.py prints it (trainer/README.md "Output"). */
+function stepLine(step: number, reward: number): string {
+  return JSON.stringify({
+    event: 'step', step, epoch: 0, reward_mean: reward, reward_std: 0.1,
+    reward_components: { file_fbeta: reward, tool_mask: 1 }, turns_mean: 2, tool_calls_per_turn_mean: 1.5,
+    advantage_scale_mean: 0.6, answered_ratio: 0.5, hit_turn_limit_ratio: 0, masked_ratio: 0, completion_len_mean: 12,
+    truncated_ratio: 0, kl: 0.01, loss: 0.2, clip_ratio: 0, grad_norm: 0.3, lr: 1e-3, step_time_s: 5, rollout_time_s: 1,
+    update_time_s: 4, rollout_tokens: 24, train_tokens: 6000, rollout_tokens_per_s: 24, train_tokens_per_s: 1500,
+    checkpoint: null,
+  });
+}
+
+function writeAttempt(segment: number, attempt: number, lines: string[]): void {
+  const dir = segmentDir(runDir, segment);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(attemptFiles(dir, attempt).stdout, lines.join('\n') + '\n');
+}
+
+const rewards = (rows: { step: number; rewardMean: number }[]) => rows.map((r) => [r.step, r.rewardMean]);
+
+describe('step lines to metrics rows', () => {
+  it('reads every attempt of a segment in order and keeps the newest record of each step', () => {
+    // Attempt 1 recorded steps 1-3 and died before checkpointing step 3; attempt 2 resumed at 2 and redid 3.
+    writeAttempt(1, 1, [
+      '{"event": "start", "step": 0, "total_steps": 4}',
+      stepLine(1, 0.1),
+      'Some library printed this to stdout',
+      stepLine(2, 0.2),
+      stepLine(3, 0.3),
+    ]);
+    writeAttempt(1, 2, ['{"event": "resumed", "step": 2, "checkpoint": "x"}', stepLine(3, 0.33), stepLine(4, 0.4), '{"event": "done", "step": 4}']);
+    const rows = readSegmentLogRows(runDir, 1);
+    expect(rows.map((r) => [r.attempt, r.step, r.line])).toEqual([
+      [1, 1, 2],
+      [1, 2, 4],
+      [1, 3, 5],
+      [2, 3, 2],
+      [2, 4, 3],
+    ]);
+    expect(rewards(newestPerStep(rows))).toEqual([
+      [1, 0.1],
+      [2, 0.2],
+      [3, 0.33],
+      [4, 0.4],
+    ]);
+    expect(rows[0]!.rewardComponents).toEqual([
+      { name: 'file_fbeta', value: 0.1 },
+      { name: 'tool_mask', value: 1 },
+    ]);
+    expect(rows[0]!.peakGpuMemGb).toBeNull();
+  });
+
+  it('a later segment wins over an earlier one, whatever order the rows come in', () => {
+    writeAttempt(1, 1, [stepLine(5, 0.5)]);
+    writeAttempt(2, 1, [stepLine(5, 0.55)]);
+    const rows = [...readSegmentLogRows(runDir, 2), ...readSegmentLogRows(runDir, 1)];
+    expect(rewards(newestPerStep(rows))).toEqual([[5, 0.55]]);
+  });
+
+  it('refuses a step line that breaks the trainer contract, naming the file, line and field', () => {
+    const bad = JSON.stringify({ ...JSON.parse(stepLine(1, 0.1)), kl: 'n/a' });
+    expect(() => stepRowFromLine(bad, { segment: 1, attempt: 1, line: 7, file: '/x/attempt-01.stdout.jsonl' })).toThrow(
+      /\/x\/attempt-01\.stdout\.jsonl:7: the trainer's step line does not match trainer\/README\.md "Output": kl: /,
+    );
+    expect(stepRowFromLine('{"event": "checkpoint", "step": 1, "path": "p"}', { segment: 1, attempt: 1, line: 1, file: 'f' })).toBeNull();
+    expect(stepRowFromLine('not json', { segment: 1, attempt: 1, line: 1, file: 'f' })).toBeNull();
+  });
+
+  it('merges the run: Parquet where a segment wrote one, logs where it could not, nothing above the last step', async () => {
+    writeAttempt(1, 1, [stepLine(1, 0.1), stepLine(2, 0.2)]);
+    await writeParquetArtifact({
+      path: segmentMetricsPath(runDir, 1),
+      schemaName: TRAINING_METRICS_SCHEMA_NAME,
+      schemaVersion: TRAINING_METRICS_SCHEMA_VERSION,
+      arrowSchema: trainingMetricsArrowSchema,
+      rows: newestPerStep(readSegmentLogRows(runDir, 1)).map((r) => ({ ...r, rewardMean: r.rewardMean * 10 })),
+      inputs: [],
+      configHash: hashConfig({ test: 1 }),
+    });
+    // Segment 2 never finished (its workflow ended): its log is all there is; step 5 is off the lineage.
+    writeAttempt(2, 1, [stepLine(3, 0.3), stepLine(4, 0.4), stepLine(5, 0.5)]);
+    expect(listSegments(runDir)).toEqual([1, 2]);
+    const rows = await runMetricsRows(runDir, 4);
+    expect(rewards(rows)).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 0.3],
+      [4, 0.4],
+    ]);
+    expect(missingSteps(rows, 4)).toEqual([]);
+    expect(missingSteps(rows.filter((r) => r.step !== 2), 5)).toEqual([2, 5]);
+  });
+
+  it('finds the newest complete checkpoint only', () => {
+    const checkpoints = trainingLayout(runDir).checkpoints;
+    for (const [name, complete] of [['step-00000002', true], ['step-00000004', true], ['step-00000006', false], ['.tmp-step-00000008-1-2', true]] as const) {
+      mkdirSync(path.join(checkpoints, name), { recursive: true });
+      if (complete) writeFileSync(path.join(checkpoints, name, 'COMPLETE'), 'step\n');
+    }
+    expect(newestCheckpoint(runDir)).toEqual({ step: 4, path: path.join(checkpoints, 'step-00000004') });
+  });
+});
+
+describe('trainerConfig', () => {
+  const base = {
+    modelDir: '/models/qwen3', recipe: 'codescout', algorithm: 'drgrpo', steps: 100, segmentSteps: 10, limits: {}, seed: 3,
+    codescoutTurnBonus: false, trainer: { generator: 'hf', dtype: 'float32' }, python: '/p', gpuTaskQueue: 'q', stopGraceMs: 1000,
+    progressEveryMs: 1000, smokeRun: false,
+  } as unknown as ResolvedTrainingConfig;
+
+  it("writes what the section sets, the recipe's defaults, and nothing it leaves to the trainer", () => {
+    const config = trainerConfig(base, { outputDir: '/run/training/trainer', envUrl: 'http://127.0.0.1:1', instanceIds: ['a', 'b'], totalSteps: 100 });
+    expect(config).toEqual({
+      generator: 'hf',
+      dtype: 'float32',
+      model_path: '/models/qwen3',
+      output_dir: '/run/training/trainer',
+      env_url: 'http://127.0.0.1:1',
+      data: { instance_ids: ['a', 'b'] },
+      total_steps: 100,
+      seed: 3,
+      algorithm: 'dr_grpo',
+      max_turns: 4,
+      mask_unanswered_at_turn_limit: true,
+    });
+  });
+
+  it('passes the chosen limits and hyperparameters under the trainer names', () => {
+    const config = trainerConfig(
+      { ...base, recipe: 'v2', algorithm: 'gspo', groupSize: 4, batchSize: 2, lr: 1e-5, klBeta: 0, limits: { maxTurns: 3, maxNewTokens: 256 }, lora: { r: 8 } },
+      { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 7 },
+    );
+    expect(config).toMatchObject({ algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, mask_unanswered_at_turn_limit: false, total_steps: 7 });
+  });
+});
+
+describe('trainer process helpers', () => {
+  it('LineTail returns complete lines once, and the unterminated last one only at the end', async () => {
+    const file = path.join(runDir, 'out.jsonl');
+    const tail = new LineTail(file);
+    expect(await tail.read()).toEqual([]);
+    writeFileSync(file, '{"a": 1}\n{"b": ');
+    expect(await tail.read()).toEqual([{ line: 1, text: '{"a": 1}' }]);
+    appendFileSync(file, '2}\n\n{"c"');
+    expect(await tail.read()).toEqual([{ line: 2, text: '{"b": 2}' }]);
+    expect(await tail.read(true)).toEqual([{ line: 4, text: '{"c"' }]);
+  });
+
+  it('reaps a trainer left by an earlier attempt: SIGTERM first, SIGKILL when it ignores it', async () => {
+    const pidFile = path.join(runDir, 'trainer.pid.json');
+    const polite = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    const politeExit = new Promise((r) => polite.once('exit', (_code, signal) => r(signal)));
+    await writePidFile(pidFile, polite.pid!, { segment: 1, attempt: 1 });
+    expect((await reapStaleTrainer(pidFile, 10_000)).action).toBe('terminated');
+    expect(await politeExit).toBe('SIGTERM');
+
+    const stubborn = spawn('python3', ['-c', 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready", flush=True)\ntime.sleep(60)'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    await new Promise((r) => stubborn.stdout!.once('data', r));
+    const stubbornExit = new Promise((r) => stubborn.once('exit', (_code, signal) => r(signal)));
+    await writePidFile(pidFile, stubborn.pid!, { segment: 1, attempt: 2 });
+    expect((await reapStaleTrainer(pidFile, 500)).action).toBe('killed');
+    expect(await stubbornExit).toBe('SIGKILL');
+
+    expect((await reapStaleTrainer(pidFile, 500)).action).toBe('none');
+    writeFileSync(pidFile, JSON.stringify({ pid: polite.pid, startTicks: '1', host: os.hostname(), segment: 1, attempt: 1, startedAt: '' }));
+    expect((await reapStaleTrainer(pidFile, 500)).action).toBe('gone');
+    writeFileSync(pidFile, JSON.stringify({ pid: process.pid, startTicks: null, host: 'another-node', segment: 1, attempt: 1, startedAt: '' }));
+    expect((await reapStaleTrainer(pidFile, 500)).action).toBe('other-host');
+  });
+});

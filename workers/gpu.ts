@@ -1,0 +1,69 @@
+/**
+ * The GPU worker: the training activity only, on task queue `codegrep-gpu` (temporal.config.ts
+ * `taskQueues.gpu`), one segment at a time. Run it on the GPU node with `npm run worker:gpu`; the workflows
+ * and every other activity stay on the CPU worker.
+ *
+ * On SIGINT/SIGTERM it stops polling and lets the running segment go on for shutdownGraceTime; then the
+ * segment is cancelled, stops its trainer with SIGTERM (the trainer checkpoints and exits) and fails the
+ * attempt, which a GPU worker retries from that checkpoint. A worker killed outright is noticed by the
+ * heartbeat timeout; the retry reaps the trainer it left behind first.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { setActivityClient } from '../activities/deps';
+import { trainSegment } from '../activities/training';
+import { temporalConfig } from '../temporal.config';
+
+export interface GpuWorkerOptions {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  overrides?: Partial<WorkerOptions>;
+}
+
+export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{ worker: Worker; close(): Promise<void> }> {
+  const address = options.address ?? temporalConfig.address;
+  const namespace = options.namespace ?? temporalConfig.namespace;
+  const nativeConnection = await NativeConnection.connect({ address });
+  const clientConnection = await Connection.connect({ address });
+  setActivityClient(new Client({ connection: clientConnection, namespace }));
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue: options.taskQueue ?? temporalConfig.taskQueues.gpu,
+    activities: { trainSegment },
+    // One trainer owns the accelerator: never two segments at once on one node.
+    maxConcurrentActivityTaskExecutions: 1,
+    shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,
+    ...options.overrides,
+  });
+  return {
+    worker,
+    close: async () => {
+      setActivityClient(null);
+      await clientConnection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const { worker, close } = await createGpuWorker();
+  console.log(
+    `codegrep gpu worker: namespace ${temporalConfig.namespace}, task queue ${temporalConfig.taskQueues.gpu}, server ${temporalConfig.address}`,
+  );
+  try {
+    await worker.run(); // the SDK shuts down gracefully on SIGINT/SIGTERM
+  } finally {
+    await close();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}
