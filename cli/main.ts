@@ -28,6 +28,10 @@ Usage:
       Scheduled evaluation reruns (Temporal Schedules): each run re-evaluates the same config and keeps its report.
   codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]
       Remove materialized worktrees (all, or those unused for N days) and prune git's worktree lists.
+  codegrep training pause|resume|stop|status <runId>
+  codegrep training budget <runId> --steps N
+      Steer a training run (<runId>/training): pause / stop let the trainer checkpoint first; budget changes the
+      step budget (refused below the current step). The GPU worker runs with \`npm run worker:gpu\`.
 
 Environment: CODEGREP_TEMPORAL_ADDRESS (${temporalConfig.address}), CODEGREP_NAMESPACE (${temporalConfig.namespace}),
   CODEGREP_UI_PORT (${temporalConfig.uiPort}), CODEGREP_LLM_API_KEY, and the timeout variables in temporal.config.ts.`;
@@ -131,6 +135,11 @@ async function main(argv: string[]): Promise<number> {
       if (!positionals[0]) throw new ConfigError('codegrep report needs a run id: codegrep report <runId> [--data-dir runs]');
       const { reportCommand } = await import('./report');
       return reportCommand({ runId: positionals[0], dataDir: values['data-dir'], html: values.html, list: values.list });
+    }
+    case 'training': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { steps: { type: 'string' } } });
+      const { trainingCommand } = await import('./training');
+      return trainingCommand(positionals[0] ?? 'status', positionals[1], { steps: values.steps });
     }
     case 'status': {
       const runId = rest[0];

@@ -4,3 +4,4 @@ export { environment } from './environment';
 export { pipeline } from './pipeline';
 export { downstream } from './downstream';
 export { evaluation } from './evaluation';
+export { training } from './training';
