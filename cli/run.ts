@@ -138,6 +138,12 @@ function printResult(result: PipelineResult, runDir: string): void {
   if (result.environment) {
     console.log('\nEnvironment (CodeGrep §3.3)\n' + formatEnvironmentSummary(result.environment));
   }
+  if (result.training) {
+    const t = result.training;
+    console.log(`\nTraining (GRPO, CodeGrep §3.6)${t.report.smokeRun ? ' — SMOKE RUN: a tiny random model, not a trained retriever' : ''}`);
+    console.log(`  steps ${t.step} of ${t.budget} in ${t.segments} segments${t.stoppedEarly ? ' (stopped early)' : ''}; checkpoint ${t.checkpoint ?? '—'}`);
+    console.log(`  report: ${t.report.html}`);
+  }
   if (result.evaluation) {
     console.log('\nRetrieval evaluation (CodeGrep Table 2 / CodeScout Table 3)');
     for (const retriever of result.evaluation.summaryValues.retrievers) {

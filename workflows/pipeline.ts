@@ -5,11 +5,13 @@ import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream-config';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
+import type { TrainingResult } from '../schemas/training';
 import { activityOptions } from './activity-options';
 import { catm } from './catm';
 import { downstream } from './downstream';
 import { environment } from './environment';
 import { evaluation } from './evaluation';
+import { training } from './training';
 import { StageTracker } from './stage-tracker';
 
 export interface StageOutcome {
@@ -24,6 +26,7 @@ export interface PipelineResult {
   outcomes: StageOutcome[];
   catm: CatmResult | null;
   environment: EnvironmentResult | null;
+  training: TrainingResult | null;
   evaluation: EvaluationResult | null;
   downstream: DownstreamResult | null;
 }
@@ -50,7 +53,7 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
   const tracker = new StageTracker(config.runId, config.recipe, config.stages);
   upsertMemo({ config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode } });
 
-  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null, evaluation: null, downstream: null };
+  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null, training: null, evaluation: null, downstream: null };
   const failed = new Set<string>();
 
   async function stage<T>(name: PipelineStage, needs: string[], run: (workflowId: string) => Promise<T>): Promise<T | null> {
@@ -91,6 +94,13 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
     executeChild(environment, {
       ...childOptions(workflowId, 'environment'),
       args: [{ ...config, artifacts: result.catm ? { samples: result.catm.samples } : undefined }],
+    }),
+  );
+  // GRPO on the GPU worker (task queue codegrep-gpu): segments of steps, resumable from checkpoints.
+  result.training = await stage('training', ['environment'], (workflowId) =>
+    executeChild(training, {
+      ...childOptions(workflowId, 'training'),
+      args: [{ ...config, artifacts: result.environment ? { samples: result.environment.samples } : undefined }],
     }),
   );
   result.evaluation = await stage('evaluation', ['environment'], (workflowId) =>
