@@ -96,7 +96,7 @@ class TrainingSignals {
     const counts: Record<string, number> = { segment: progress.segment };
     if (progress.checkpointStep !== null) counts.checkpointStep = progress.checkpointStep;
     if (latest) Object.assign(counts, { reward: latest.rewardMean, kl: latest.kl, turns: latest.turnsMean, completionTokens: latest.completionLenMean });
-    const stage = { stage: 'train', done: progress.step, total: this.input.totalSteps, unit: 'steps', counts };
+    const stage = { stage: 'training', done: progress.step, total: this.input.totalSteps, unit: 'steps', counts };
     const sends = this.input.progressTo.map((id) => client.workflow.getHandle(id).signal('stageProgress', stage));
     if (this.input.trainingWorkflowId) sends.push(client.workflow.getHandle(this.input.trainingWorkflowId).signal('trainingProgress', progress));
     // Progress is best effort: a finished or unknown target must never fail the segment.
@@ -239,7 +239,7 @@ async function runSegment(
     stopReason: null as StopReason | null,
     protocolError: null as unknown,
   };
-  const signals = new TrainingSignals({ ...input, totalSteps: input.totalSteps }, training.progressEveryMs);
+  const signals = new TrainingSignals(input, training.progressEveryMs);
   const progress = (): TrainingProgress => ({ segment: input.segment, step: state.step, checkpointStep: state.checkpointStep, latest: state.latest });
   const beatNow = () => {
     beat.step = state.step;

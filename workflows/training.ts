@@ -21,7 +21,8 @@ import type { TrainSegmentResult, TrainingCarry, TrainingProgress, TrainingResul
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
 
-export const trainingStages = ['train', 'report'] as const;
+/** `training` matches the pipeline's stage name, so a parent pipeline shows the step progress too. */
+export const trainingStages = ['training', 'report'] as const;
 
 /** Stop the running segment at a checkpoint and wait for `resume`. */
 export const pauseSignal = defineSignal('pause');
@@ -150,7 +151,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     },
   );
 
-  tracker.start('train');
+  tracker.start('training');
   let segmentsThisRun = 0;
   let modelParameters: number | null = null;
   while (!state.stopRequested && state.step < state.budget) {
@@ -187,7 +188,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     } catch (error) {
       // Our own interruption of a segment that had not started (or confirmed it by failing) is no failure.
       if (!(interrupted !== null && isCancellation(error))) {
-        tracker.finish('train', 'failed', `segment ${state.segment} (steps ${state.step}→${target}) failed`);
+        tracker.finish('training', 'failed', `segment ${state.segment} (steps ${state.step}→${target}) failed`);
         throw error;
       }
     } finally {
@@ -206,7 +207,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     }
   }
 
-  tracker.finish('train', 'completed', `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`);
+  tracker.finish('training', 'completed', `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`);
   phase = 'reporting';
   tracker.start('report');
   if (modelParameters !== null && t.smokeRun) state.notes.push(`smoke run: the model has ${modelParameters} parameters`);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
@@ -12,6 +13,7 @@ import { buildFixtureRepo } from '../support/fixture-repos';
 import { spawnGpuWorkerProcess } from '../support/gpu-worker';
 import { repoRoot } from '../support/repo-root';
 import { killWorkerProcess, startWorker, temporalAddress, testClient, uniqueTaskQueue } from '../support/temporal';
+import { workflowsPath } from '../../workers/cpu';
 
 /**
  * The training stage on the real dev server: the CPU worker (workflows) in this process, the GPU worker
@@ -267,6 +269,12 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     const segments = await segmentSteps(runId);
     expect(segments['segment-0001.parquet']).toEqual(range(1, paused.step));
     expect(segments['segment-0002.parquet']).toEqual([paused.step + 1]);
+
+    // Both runs' histories (signals, updates, a cancelled segment, continue-as-new) replay deterministically.
+    for (const run of [handle.firstExecutionRunId, undefined]) {
+      const history = await client.workflow.getHandle(`${runId}/training`, run).fetchHistory();
+      await Worker.runReplayHistory({ workflowsPath, replayName: 'training-replay' }, history, `${runId}/training`);
+    }
   });
 
   it('a budget lowered below the running segment stops it at a checkpoint; the run ends exactly at the budget', async () => {
