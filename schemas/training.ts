@@ -425,6 +425,7 @@ export interface TrainingResult {
   budget: number;
   stoppedEarly: boolean;
   checkpoint: string | null;
+  /** Number of the last segment (segments of earlier workflows on the same run directory count too). */
   segments: number;
   report: TrainingReportOutput;
   notes: string[];
