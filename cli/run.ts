@@ -10,6 +10,7 @@ import { ProgressView } from './progress-view';
 import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
+import { createGpuWorker } from '../workers/gpu';
 
 export interface RunOptions {
   configFile: string;
@@ -26,11 +27,11 @@ function isLocal(address: string): boolean {
   return /^(localhost|127\.0\.0\.1|\[::1\]):\d+$/.test(address);
 }
 
-async function hasPollers(client: Client, taskQueue: string): Promise<boolean> {
+async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 'activity' = 'workflow'): Promise<boolean> {
   const response = await client.workflowService.describeTaskQueue({
     namespace: client.options.namespace,
     taskQueue: { name: taskQueue },
-    taskQueueType: 1, // workflow task queue
+    taskQueueType: kind === 'workflow' ? 1 : 2,
   });
   return (response.pollers ?? []).length > 0;
 }
@@ -60,6 +61,8 @@ export async function runCommand(options: RunOptions): Promise<number> {
   const client = new Client({ connection, namespace: temporalConfig.namespace });
   let inProcessWorker: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
   let workerRun: Promise<void> | null = null;
+  let gpuWorker: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
+  let gpuWorkerRun: Promise<void> | null = null;
   try {
     if (options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu))) {
       console.log(`codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`);
@@ -67,6 +70,12 @@ export async function runCommand(options: RunOptions): Promise<number> {
       Runtime.install({ logger: new DefaultLogger('WARN') });
       inProcessWorker = await createCpuWorker();
       workerRun = inProcessWorker.worker.run();
+    }
+
+    if (options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'))) {
+      console.log(`codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`);
+      gpuWorker = await createGpuWorker();
+      gpuWorkerRun = gpuWorker.worker.run();
     }
 
     const workflowId = `${config.runId}/pipeline`;
@@ -102,6 +111,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
+    if (gpuWorker) {
+      gpuWorker.worker.shutdown();
+      await gpuWorkerRun;
+      await gpuWorker.close();
+    }
     if (inProcessWorker) {
       inProcessWorker.worker.shutdown();
       await workerRun;

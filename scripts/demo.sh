@@ -5,6 +5,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
+# The training stage's smoke run uses a tiny random model, made once (no download).
+if [[ ! -f runs/tiny-model/config.json ]]; then
+  mkdir -p runs
+  .venv/bin/python -m trainer.random_model --out runs/tiny-model --shape tiny >/dev/null
+fi
 status=0
 bin/codegrep run data/sample/pipeline.yaml "$@" || status=$?
 if [[ $status -eq 3 ]]; then
