@@ -51,6 +51,10 @@ class VllmConfig:
     # CodeGrep App. A.4: colocated vLLM takes 35% of GPU memory.
     gpu_memory_utilization: float = 0.35
     enable_prefix_caching: bool = True
+    # Sleep (weights to CPU, KV cache freed) during each update, wake for rollouts.
+    sleep_mode: bool = True
+    # vLLM tensor parallelism for large models; needs one trainer process (gpus: 1).
+    tensor_parallel_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ class TrainConfig:
     micro_batch_tokens: int = 16384
     gradient_checkpointing: bool = True
     generator: str = "auto"
+    # HF engine (generate_hf.py): padded KV-cache tokens per generate call,
+    # rows x (longest prompt + new tokens); null = from free GPU memory.
+    hf_generation_tokens: Optional[int] = None
     dtype: str = "auto"
     # Extra keyword arguments for the chat template, e.g. {"enable_thinking": false}.
     chat_template_kwargs: dict = field(default_factory=dict)
@@ -188,6 +195,11 @@ def _check_ranges(c: TrainConfig) -> None:
             _fail(name, f"must be >= 1, got {getattr(c, name)}")
     if c.group_size < 2:
         _fail("group_size", f"must be >= 2 (group-relative advantages need a group), got {c.group_size}")
+    if c.hf_generation_tokens is not None and c.hf_generation_tokens < c.max_seq_len:
+        _fail("hf_generation_tokens", f"must be >= max_seq_len ({c.max_seq_len}) so one rollout fits a generate call, "
+                                      f"got {c.hf_generation_tokens}")
+    if c.vllm.tensor_parallel_size < 1:
+        _fail("vllm.tensor_parallel_size", f"must be >= 1, got {c.vllm.tensor_parallel_size}")
     if c.max_new_tokens_per_turn is not None and c.max_new_tokens_per_turn < 1:
         _fail("max_new_tokens_per_turn", f"must be >= 1, got {c.max_new_tokens_per_turn}")
     if c.algorithm not in ALGORITHMS:

@@ -25,6 +25,12 @@ class Episode:
     instance_id: str
     messages: list
     tools: list
+    # Where the episode sits in its /episodes/open answer, and that call's seed:
+    # together a name for the rollout that does not depend on which process
+    # plays it (trainer/distributed.py shards episodes by rank) or on the
+    # server's episode ids (trainer/generate_hf.py seeds its sampling with it).
+    index: int = 0
+    open_seed: int = 0
 
 
 @dataclass
@@ -82,8 +88,8 @@ class EnvClient:
         episodes = [Episode(episode_id=_field(e, "episodeId", str, "open"),
                             instance_id=_field(e, "instanceId", str, "open"),
                             messages=_field(e, "messages", list, "open"),
-                            tools=e.get("tools") or [])
-                    for e in _field(body, "episodes", list, "open")]
+                            tools=e.get("tools") or [], index=k, open_seed=seed)
+                    for k, e in enumerate(_field(body, "episodes", list, "open"))]
         expected = len(instance_ids) * group_size
         if len(episodes) != expected:
             raise EnvError(f"/episodes/open returned {len(episodes)} episodes, expected {expected}")

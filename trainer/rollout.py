@@ -1,8 +1,8 @@
 """Batched multi-turn rollouts against the environment server.
 
 All B x G rollouts of a step advance together, turn by turn: each turn is ONE
-batched generation over the episodes still running (HF `generate` with left
-padding, or vLLM when it is installed), then ONE /episodes/step call carrying
+batched generation over the episodes still running (generate_hf.py: HF
+`generate` in memory-bounded sub-batches; generate_vllm.py: colocated vLLM), then ONE /episodes/step call carrying
 every episode's text, whose observations are appended to each sequence.
 
 A rollout ends when the server says `done` (answer, no tool call, its turn
@@ -15,12 +15,8 @@ top-p 0.9, top-k 50.
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Optional
-
-import torch
 
 from .env_client import EnvClient, Episode, EpisodeOutcome
 from .tokens import ChatTokens, Sequence, normalise_messages
@@ -62,99 +58,9 @@ def stop_token_ids(tokenizer, model_generation_config=None) -> list:
     return ids
 
 
-def _cut(tokens: list, budget: int, stops: set) -> list:
-    tokens = tokens[:budget]
-    for i, t in enumerate(tokens):
-        if t in stops:
-            return tokens[:i + 1]
-    return tokens
-
-
-class HFGenerator:
-    """One batched `model.generate` call per turn over the active episodes."""
-
-    name = "hf"
-
-    def __init__(self, model, pad_token_id: int, stop_ids: list, sampling: Sampling, device):
-        self.model = model
-        self.pad_token_id = pad_token_id
-        self.stop_ids = list(stop_ids)
-        self.sampling = sampling
-        self.device = device
-
-    def sync_weights(self, step: int) -> None:
-        """The HF path samples from the training model itself: nothing to sync."""
-
-    @torch.no_grad()
-    def generate(self, prompts: list, budgets: list) -> list:
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):  # left padding: prompts end at the same column
-            input_ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-            attention[row, width - len(prompt):] = 1
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            output = self.model.generate(
-                input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
-                do_sample=True, temperature=self.sampling.temperature, top_p=self.sampling.top_p,
-                top_k=self.sampling.top_k, max_new_tokens=max(budgets), eos_token_id=self.stop_ids,
-                pad_token_id=self.pad_token_id, use_cache=True)
-        finally:
-            self.model.train(was_training)
-        new_tokens = output[:, width:].tolist()
-        stops = set(self.stop_ids)
-        return [_cut(tokens, budget, stops) for tokens, budget in zip(new_tokens, budgets)]
-
-
-class VllmGenerator:
-    """vLLM colocated with training (CodeGrep App. A.4): the current LoRA adapter
-    is saved after every update and passed to vLLM as a new LoRARequest."""
-
-    name = "vllm"
-
-    def __init__(self, model_path: str, policy, lora_rank: int, stop_ids: list, sampling: Sampling,
-                 max_seq_len: int, seed: int, gpu_memory_utilization: float, prefix_caching: bool,
-                 adapter_dir: str):
-        from vllm import LLM
-
-        self.policy = policy
-        self.stop_ids = list(stop_ids)
-        self.sampling = sampling
-        self.seed = seed
-        self.adapter_dir = adapter_dir
-        self.lora_request = None
-        self.llm = LLM(model=model_path, enable_lora=True, max_lora_rank=lora_rank, max_loras=1,
-                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_seq_len,
-                       enable_prefix_caching=prefix_caching, seed=seed, dtype="bfloat16")
-
-    def sync_weights(self, step: int) -> None:
-        from vllm.lora.request import LoRARequest
-
-        path = os.path.join(self.adapter_dir, f"step-{step}")
-        self.policy.save_pretrained(path)
-        previous, self.lora_request = self.lora_request, LoRARequest(f"policy-step-{step}", step + 1, path)
-        # A fresh id per step: vLLM never serves a stale cached adapter, and
-        # with max_loras=1 it evicts the previous one on first use of the new.
-        if previous is not None:
-            shutil.rmtree(previous.lora_path, ignore_errors=True)
-
-    def generate(self, prompts: list, budgets: list) -> list:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        # Per-request seeds drawn from torch's RNG keep a resumed run's samples
-        # tied to the checkpointed RNG state (vLLM's kernels may still differ).
-        seeds = torch.randint(0, 2**31 - 1, (len(prompts),)).tolist()
-        params = [SamplingParams(temperature=self.sampling.temperature, top_p=self.sampling.top_p,
-                                 top_k=self.sampling.top_k, max_tokens=budget, seed=seed,
-                                 stop_token_ids=self.stop_ids, skip_special_tokens=False)
-                  for budget, seed in zip(budgets, seeds)]
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
-                                    lora_request=self.lora_request, use_tqdm=False)
-        stops = set(self.stop_ids)
-        return [_cut(list(o.outputs[0].token_ids), budget, stops) for o, budget in zip(outputs, budgets)]
+# The engines (one file each): generate_hf.py (HF `generate` in memory-bounded
+# sub-batches) and generate_vllm.py (colocated vLLM); engines.py picks one.
+# Each has generate(prompts, budgets, keys) -> token lists, stop_ids and sync_weights(step).
 
 
 @dataclass(frozen=True)
@@ -206,7 +112,9 @@ def _start(episode: Episode, chat: ChatTokens) -> Rollout:
 def _play_turn(client: EnvClient, generator, chat: ChatTokens, active: list, limits: RolloutLimits) -> None:
     budgets = [min(limits.max_new_tokens_per_turn, limits.max_new_tokens - r.generated_tokens,
                    limits.max_seq_len - len(r.sequence)) for r in active]
-    completions = generator.generate([r.sequence.ids for r in active], budgets)
+    # A rollout's key names it whichever process or sub-batch plays it (seeded sampling).
+    keys = [(r.episode.open_seed, r.episode.index, r.turns) for r in active]
+    completions = generator.generate([r.sequence.ids for r in active], budgets, keys)
     stops = set(generator.stop_ids)
     steps, ended = [], []
     for r, tokens, budget in zip(active, completions, budgets):

@@ -37,11 +37,12 @@ from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, resol
                          restore_rng_state, save_checkpoint)
 from .config import TrainConfig, config_to_dict, load_config
 from .data import data_fingerprint, load_instance_ids, next_batch
+from . import distributed
+from .engines import make_generator
 from .env_client import EnvClient
 from .loss import group_advantages, loss_settings
 from .policy import count_parameters, load_policy, pick_device_and_dtype, trainable_parameters
-from .rollout import (HFGenerator, RolloutLimits, Sampling, StepAborted, VllmGenerator, run_rollouts,
-                      stop_token_ids)
+from .rollout import RolloutLimits, Sampling, StepAborted, run_rollouts, stop_token_ids
 from .schedule import warmup_cosine
 from .tokens import ChatTokens
 from .update import TrainItem, policy_update
@@ -100,50 +101,49 @@ def env_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step) % 2**31
 
 
-def make_generator(cfg: TrainConfig, model, tokenizer, stops: list, device):
-    sampling = Sampling(cfg.temperature, cfg.top_p, cfg.top_k)
-    use_vllm = cfg.generator == "vllm"
-    if cfg.generator == "auto" and device.type == "cuda":
-        try:
-            import vllm  # noqa: F401
-            use_vllm = True
-        except ImportError:
-            use_vllm = False
-    if use_vllm:
-        return VllmGenerator(cfg.model_path, model, cfg.lora.r, stops, sampling, cfg.max_seq_len, cfg.seed,
-                             cfg.vllm.gpu_memory_utilization, cfg.vllm.enable_prefix_caching,
-                             os.path.join(cfg.output_dir, "vllm-adapters"))
-    return HFGenerator(model, tokenizer.pad_token_id, stops, sampling, device)
-
-
-def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_unanswered: bool) -> tuple:
+def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_unanswered: bool,
+                   everyone: list = None) -> tuple:
     """Group rollouts by instance, compute advantages; return (rollouts in group order, items).
 
     An instance drawn twice in one batch (the batch crossed an epoch boundary)
     has 2G episodes: they form two groups, since episodes of one instance are
-    interchangeable.
+    interchangeable. `everyone` is the step's rollouts of all processes
+    (distributed.gather_rollouts) when this one holds only its share: the
+    groups, and so the advantages, are formed over all of them, and the
+    items returned are this process's.
     """
+    everyone = rollouts if everyone is None else everyone
     by_instance = OrderedDict()
-    for r in rollouts:
+    for r in everyone:
         by_instance.setdefault(r.episode.instance_id, []).append(r)
     groups = []
     for instance, members in by_instance.items():
         if len(members) % group_size:
             raise RuntimeError(f"instance {instance}: {len(members)} rollouts, not a multiple of group_size {group_size}")
         groups.extend(members[k:k + group_size] for k in range(0, len(members), group_size))
-    ordered = [r for members in groups for r in members]
     rewards = torch.tensor([[r.outcome.reward for r in m] for m in groups])
     scales = torch.tensor([[r.outcome.advantage_scale for r in m] for m in groups])
     advantages = group_advantages(rewards, normalize_std, scales).flatten().tolist()
-    items = []
-    for r, adv in zip(ordered, advantages):
-        masked = mask_unanswered and r.outcome.hit_turn_limit and not r.outcome.answered
+    # Own rollouts are matched by identity, other processes' summaries by episode id.
+    key = (lambda r: id(r)) if everyone is rollouts else (lambda r: r.episode.episode_id)
+    mine = {key(r): r for r in rollouts}
+    ordered, items = [], []
+    for g, adv in zip((g for members in groups for g in members), advantages):
+        r = mine.get(key(g))
+        if r is None:
+            continue  # another process's rollout
+        ordered.append(r)
         items.append(TrainItem(ids=r.sequence.ids, mask=r.sequence.mask, advantage=adv,
-                               weight=0.0 if masked else 1.0))
+                               weight=0.0 if is_masked(r, mask_unanswered) else 1.0))
     return ordered, items
 
 
-def rollout_metrics(rollouts: list, items: list) -> dict:
+def is_masked(rollout, mask_unanswered: bool) -> bool:
+    """CodeScout §3.4: no loss for a rollout that used every turn without answering."""
+    return mask_unanswered and rollout.outcome.hit_turn_limit and not rollout.outcome.answered
+
+
+def rollout_metrics(rollouts: list, mask_unanswered: bool) -> dict:
     rewards = np.array([r.outcome.reward for r in rollouts], dtype=np.float64)
     keys = sorted({k for r in rollouts for k in r.outcome.components})
     components = {k: float(np.mean([r.outcome.components.get(k, 0.0) for r in rollouts])) for k in keys}
@@ -157,7 +157,7 @@ def rollout_metrics(rollouts: list, items: list) -> dict:
         "advantage_scale_mean": mean([r.outcome.advantage_scale for r in rollouts]),
         "answered_ratio": mean([r.outcome.answered for r in rollouts]),
         "hit_turn_limit_ratio": mean([r.outcome.hit_turn_limit for r in rollouts]),
-        "masked_ratio": mean([it.weight == 0 for it in items]),
+        "masked_ratio": mean([is_masked(r, mask_unanswered) for r in rollouts]),
         "completion_len_mean": mean([r.generated_tokens for r in rollouts]),
         "truncated_ratio": mean([r.budget_exhausted for r in rollouts]),
     }
@@ -185,6 +185,15 @@ def main(argv=None) -> int:
 
 
 def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
+    ranks = distributed.init_ranks()
+    try:
+        return _train(cfg, resume, emit if ranks.is_main else (lambda *_a, **_k: None), stop, ranks)
+    finally:
+        distributed.shutdown(ranks)
+
+
+def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks) -> int:
+    distributed.check_divisible(ranks, cfg.batch_size * cfg.group_size)
     seed_everything(cfg.seed)
     device, dtype = pick_device_and_dtype(cfg.dtype)
     instance_ids = load_instance_ids(cfg.data.instance_ids, cfg.data.path, cfg.data.column)
@@ -216,28 +225,37 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
     elif resume is not None:
         log(f"--resume {resume}: no complete checkpoint in {cfg.output_dir}; starting from step 0")
 
+    params = trainable_parameters(model)
+    distributed.broadcast_parameters(ranks, params)  # identical adapters on every rank, fresh or resumed
     total, trainable = count_parameters(model)
-    generator = make_generator(cfg, model, tokenizer, stops, device)
+    generator, generator_reason = make_generator(cfg, model, tokenizer, stops, device,
+                                                 Sampling(cfg.temperature, cfg.top_p, cfg.top_k), ranks.world_size)
     emit("start", step=step, total_steps=cfg.total_steps, algorithm=cfg.algorithm, device=str(device),
-         dtype=str(dtype).replace("torch.", ""), generator=generator.name, parameters=total,
+         dtype=str(dtype).replace("torch.", ""), generator=generator.name, generator_reason=generator_reason,
+         engine=generator.describe(), world_size=ranks.world_size, backend=ranks.backend, parameters=total,
          trainable_parameters=trainable, instances=len(instance_ids), loss=settings.__dict__)
-    with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config_to_dict(cfg), f, indent=2)
+    if ranks.is_main:
+        with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(config_to_dict(cfg), f, indent=2)
 
-    client = EnvClient(cfg.env_url, cfg.env_timeout_s)
+    client = distributed.ShardedEnvClient(EnvClient(cfg.env_url, cfg.env_timeout_s), ranks)
     last_saved = step if checkpoint is not None else None
 
-    def save(at_step: int, rng_state: dict, at_position: DataPosition) -> str:
-        path = save_checkpoint(cfg.output_dir, at_step, model=model, optimizer=optimizer, scheduler=scheduler,
-                               rng_state=rng_state, data_position=at_position,
-                               extra_state={"data_fingerprint": fingerprint, "algorithm": cfg.algorithm,
-                                            "total_steps": cfg.total_steps},
-                               keep=cfg.keep_checkpoints)
-        emit("checkpoint", step=at_step, path=path)
+    def save(at_step: int, rng_state: dict, at_position: DataPosition):
+        """Rank 0 writes (every rank holds the same state); the others wait for it."""
+        path = None
+        if ranks.is_main:
+            path = save_checkpoint(cfg.output_dir, at_step, model=model, optimizer=optimizer, scheduler=scheduler,
+                                   rng_state=rng_state, data_position=at_position,
+                                   extra_state={"data_fingerprint": fingerprint, "algorithm": cfg.algorithm,
+                                                "total_steps": cfg.total_steps, "world_size": ranks.world_size},
+                                   keep=cfg.keep_checkpoints)
+            emit("checkpoint", step=at_step, path=path)
+        distributed.barrier(ranks)
         return path
 
     while step < cfg.total_steps:
-        if stop.requested:
+        if distributed.any_rank(ranks, stop.requested):
             break
         rng_at_start, position_at_start = capture_rng_state(), position
         batch_ids, next_position = next_batch(instance_ids, cfg.seed, position, cfg.batch_size)
@@ -245,29 +263,39 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
             torch.cuda.reset_peak_memory_stats()
         started = time.perf_counter()
         generator.sync_weights(step)
+        rollouts = None
         try:
             rollouts = run_rollouts(client, generator, chat, batch_ids, cfg.group_size, env_seed(cfg.seed, step),
                                     limits, lambda: stop.requested)
         except StepAborted:
+            pass
+        if distributed.any_rank(ranks, rollouts is None):
             # Nothing was learnt from this step: checkpoint its starting state.
             path = save(step, rng_at_start, position_at_start) if last_saved != step else None
             emit("stopped", step=step, signal=stop.signal_name, checkpoint=path, aborted_step=step + 1)
             return 0
         rolled = time.perf_counter()
+        everyone = distributed.gather_rollouts(ranks, rollouts)
         rollouts, items = training_items(rollouts, cfg.group_size, settings.normalize_advantage_std,
-                                         cfg.mask_unanswered_at_turn_limit)
+                                         cfg.mask_unanswered_at_turn_limit, everyone)
+        if hasattr(generator, "before_update"):
+            generator.before_update()  # vLLM sleeps: the update gets its memory
         update = policy_update(model, optimizer, scheduler, items, settings, pad_id=tokenizer.pad_token_id,
                                device=device, micro_batch_tokens=cfg.micro_batch_tokens,
                                mini_batches=cfg.mini_batches_per_step, max_grad_norm=cfg.max_grad_norm,
-                               track_kl=cfg.track_kl)
+                               track_kl=cfg.track_kl,
+                               before_step=lambda ps: distributed.average_gradients(ranks, ps))
+        update = distributed.reduce_update_stats(ranks, update)
         updated = time.perf_counter()
         step, position = step + 1, next_position
 
-        rollout_tokens = sum(r.generated_tokens for r in rollouts)
-        metrics = {"step": step, "epoch": position_at_start.epoch, **rollout_metrics(rollouts, items),
+        rollout_tokens = sum(r.generated_tokens for r in everyone)
+        metrics = {"step": step, "epoch": position_at_start.epoch,
+                   **rollout_metrics(everyone, cfg.mask_unanswered_at_turn_limit),
                    "kl": update["kl"], "loss": update["loss"], "clip_ratio": update["clip_ratio"],
                    "grad_norm": update["grad_norm"], "lr": update["lr"],
                    "step_time_s": updated - started, "rollout_time_s": rolled - started,
+                   "env_time_s": client.take_seconds(),
                    "update_time_s": updated - rolled, "rollout_tokens": rollout_tokens,
                    "train_tokens": update["train_tokens"],
                    "rollout_tokens_per_s": rollout_tokens / max(rolled - started, 1e-9),
@@ -275,12 +303,15 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
         if device.type == "cuda":
             metrics["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
         checkpoint_path = None
-        if step % cfg.checkpoint_every == 0 or step == cfg.total_steps or stop.requested:
+        stopping = distributed.any_rank(ranks, stop.requested)
+        if step % cfg.checkpoint_every == 0 or step == cfg.total_steps or stopping:
+            saving = time.perf_counter()
             checkpoint_path = save(step, capture_rng_state(), position)
+            metrics["checkpoint_time_s"] = time.perf_counter() - saving
             last_saved = step
         emit("step", **metrics, checkpoint=checkpoint_path)
 
-    if stop.requested:
+    if distributed.any_rank(ranks, stop.requested):
         path = save(step, capture_rng_state(), position) if last_saved != step else None
         emit("stopped", step=step, signal=stop.signal_name, checkpoint=path)
         return 0

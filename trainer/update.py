@@ -63,8 +63,13 @@ def collate(items: list, rows: list, pad_id: int, device) -> tuple:
 
 def policy_update(model, optimizer, scheduler, items: list, settings: LossSettings, *, pad_id: int,
                   device, micro_batch_tokens: int, mini_batches: int, max_grad_norm: float,
-                  track_kl: bool) -> dict:
-    """Run `mini_batches` optimizer updates over `items`; return the update's stats."""
+                  track_kl: bool, before_step=None) -> dict:
+    """Run `mini_batches` optimizer updates over `items`; return the update's stats.
+
+    `before_step(params)`, when given, runs after each mini-batch's backward
+    passes and before clipping: trainer/distributed.py averages the gradients
+    over the ranks there.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     lengths = [len(it.ids) for it in items]
     need_ref = settings.kl_beta > 0 or track_kl
@@ -106,6 +111,8 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             if ref is not None:
                 totals["kl_sum"] += float((kl_k3(logps.detach(), ref) * lmask).sum())
                 totals["kl_tokens"] += float(lmask.sum())
+        if before_step is not None:
+            before_step(params)
         grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)))
         lrs.append(scheduler.get_last_lr()[0])
         optimizer.step()

@@ -7,7 +7,8 @@ from trainer.env_client import EnvClient
 from trainer.loss import loss_settings, policy_loss
 from trainer.policy import load_policy, pick_device_and_dtype, token_logprobs
 from trainer.config import LoraConfig
-from trainer.rollout import HFGenerator, RolloutLimits, Sampling, StepAborted, run_rollouts, stop_token_ids
+from trainer.generate_hf import HFGenerator
+from trainer.rollout import RolloutLimits, Sampling, StepAborted, run_rollouts, stop_token_ids
 from trainer.tokens import ChatTokens, TemplateError
 from trainer.update import collate, TrainItem
 
@@ -26,9 +27,9 @@ class CountingGenerator(HFGenerator):
         super().__init__(*args, **kwargs)
         self.calls = []
 
-    def generate(self, prompts, budgets):
+    def generate(self, prompts, budgets, keys=None):
         self.calls.append(len(prompts))
-        return super().generate(prompts, budgets)
+        return super().generate(prompts, budgets, keys)
 
 
 def _rollouts(policy, env_url, limits, should_stop=lambda: False, instances=("repo__a-1", "repo__b-2")):

@@ -16,7 +16,8 @@ from trainer.config import LoraConfig
 from trainer.env_client import EnvClient
 from trainer.loss import loss_settings
 from trainer.policy import load_policy, pick_device_and_dtype
-from trainer.rollout import HFGenerator, RolloutLimits, Sampling, run_rollouts, stop_token_ids
+from trainer.generate_hf import HFGenerator
+from trainer.rollout import RolloutLimits, Sampling, run_rollouts, stop_token_ids
 from trainer.tokens import ChatTokens
 from trainer.update import policy_update
 

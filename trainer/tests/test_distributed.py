@@ -1,0 +1,135 @@
+"""Two trainer processes under torchrun (gloo, CPU) against one process.
+
+The reference is one process training the tiny model for three steps. Two
+processes on the same global batch and seed must end with the same adapter
+(a group of the batch spans both ranks, so its advantages need the
+all-gathered rewards), and a run whose rank 1 is killed mid-step must fail,
+then resume from its newest checkpoint on one process without redoing a step
+and end with the same adapter again.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from trainer import train
+from trainer.checkpoint import complete_checkpoints
+
+from .conftest import tiny_config, write_config
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# 3 prompts x group 2 = 6 rollouts, 3 per rank: the second prompt's group spans ranks 0 and 1.
+SHAPE = dict(total_steps=3, batch_size=3, group_size=2)
+
+
+def _adapter(output_dir: str) -> dict:
+    return load_file(os.path.join(complete_checkpoints(output_dir)[-1][1], "adapter_model.safetensors"))
+
+
+def _metrics(output_dir: str) -> list:
+    with open(os.path.join(output_dir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def _torchrun(config_path: str, nproc: int, *extra) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                             str(nproc), "-m", "trainer.train", "--config", config_path, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+
+
+def _rank_pid(launcher_pid: int, rank: int) -> int:
+    """The pid of torchrun's worker with RANK=rank (a child of the launcher)."""
+    with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
+        children = [int(p) for p in f.read().split()]
+    for pid in children:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if f"RANK={rank}".encode() in f.read().split(b"\0"):
+                return pid
+    raise AssertionError(f"no worker with RANK={rank} among {children}")
+
+
+def _assert_same_adapter(result: dict, reference: dict) -> None:
+    assert result.keys() == reference.keys()
+    for key in reference:
+        assert torch.allclose(result[key], reference[key], atol=1e-5, rtol=1e-4), key
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory, tiny_model_dir):
+    """One process, three steps: the adapter and the step lines to match."""
+    from trainer.scripted_env import ScriptedEnv, serve
+
+    server = serve(ScriptedEnv(max_turns=3, tool_calls_per_turn=2, observation_chars=60))
+    tmp = tmp_path_factory.mktemp("one-process")
+    config = tiny_config(tmp, f"http://127.0.0.1:{server.server_address[1]}", tiny_model_dir, **SHAPE)
+    assert train.main(["--config", write_config(tmp, config)]) == 0
+    server.shutdown()
+    server.server_close()
+    trained = _adapter(config["output_dir"])
+    first = load_file(os.path.join(complete_checkpoints(config["output_dir"])[0][1], "adapter_model.safetensors"))
+    assert any(not torch.allclose(first[k], trained[k]) for k in trained), "the reference did not train"
+    return trained, _metrics(config["output_dir"])
+
+
+def test_two_processes_end_with_the_adapter_of_one(tmp_path, tiny_model_dir, env_server, reference_run):
+    _, url = env_server
+    reference, reference_steps = reference_run
+    config = tiny_config(tmp_path, url, tiny_model_dir, **SHAPE)
+    child = _torchrun(write_config(tmp_path, config), 2)
+    out, err = child.communicate(timeout=400)
+    assert child.returncode == 0, err[-3000:]
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    start = next(line for line in lines if line["event"] == "start")
+    assert start["world_size"] == 2 and start["backend"] == "gloo"
+    # Rank 0 alone reports: one line per step and per checkpoint.
+    assert [line["step"] for line in lines if line["event"] == "step"] == [1, 2, 3]
+    assert [line["step"] for line in lines if line["event"] == "checkpoint"] == [1, 2, 3]
+    steps = _metrics(config["output_dir"])
+    for mine, theirs in zip(steps, reference_steps):
+        # The rewards of all six rollouts, gathered from both ranks.
+        assert mine["reward_mean"] == pytest.approx(theirs["reward_mean"], abs=1e-9)
+        assert mine["rollout_tokens"] == theirs["rollout_tokens"]
+        assert mine["train_tokens"] == theirs["train_tokens"]
+        assert mine["grad_norm"] == pytest.approx(theirs["grad_norm"], rel=1e-4)
+    _assert_same_adapter(_adapter(config["output_dir"]), reference)
+
+
+def test_killed_rank_fails_the_run_and_resume_redoes_no_step(tmp_path, tiny_model_dir, env_server, reference_run):
+    env, url = env_server
+    reference, _ = reference_run
+    env.step_delay_s = 0.5  # keep step 2 in flight while rank 1 is killed
+    config = tiny_config(tmp_path, url, tiny_model_dir, **SHAPE)
+    config_path = write_config(tmp_path, config)
+    child = _torchrun(config_path, 2)
+    seen = []
+    for line in child.stdout:
+        if not line.startswith("{"):
+            continue
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == "step" and seen[-1]["step"] == 1:
+            os.kill(_rank_pid(child.pid, 1), signal.SIGKILL)
+            killed_at = time.monotonic()
+            break
+    rest, err = child.communicate(timeout=300)
+    assert child.returncode != 0, "a run that lost a rank must fail"
+    assert time.monotonic() - killed_at < 240, "the surviving rank hung after its peer died"
+    seen += [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
+    assert not any(line["event"] in ("done", "stopped") for line in seen), seen[-1]
+    done = [s for s, _ in complete_checkpoints(config["output_dir"])]
+    assert done and done[-1] < 3, done
+    newest = done[-1]
+
+    env.step_delay_s = 0.0
+    # Resume on ONE process from the two-process checkpoint.
+    assert train.main(["--config", config_path, "--resume", "latest"]) == 0
+    steps = [m["step"] for m in _metrics(config["output_dir"])]
+    assert steps == [1, 2, 3], f"a step was done twice or skipped: {steps} (resumed from {newest})"
+    _assert_same_adapter(_adapter(config["output_dir"]), reference)
