@@ -71,3 +71,14 @@ export function resolveTrainingPaths(training: TrainingConfig, baseDir: string):
     gpuTaskQueue: training.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
   };
 }
+
+/**
+ * The trainer's command line for one segment: `python -m trainer.train` for one GPU, torchrun (PyTorch's own
+ * launcher, `python -m torch.distributed.run`) with one process per GPU when the section asks for more.
+ * `--standalone` runs the rendezvous on this node; a rank that dies ends every rank and torchrun exits non-zero.
+ */
+export function trainerArgs(training: Pick<ResolvedTrainingConfig, 'gpus'>, configPath: string): string[] {
+  const trainer = ['-m', 'trainer.train', '--config', configPath, '--resume', 'latest'];
+  if (training.gpus <= 1) return trainer;
+  return ['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', String(training.gpus), ...trainer];
+}

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashConfig, writeParquetArtifact } from '../lib/artifacts';
 import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, trainingMetricsArrowSchema, type ResolvedTrainingConfig } from '../schemas/training';
-import { trainerConfig } from './training-config';
+import { trainerArgs, trainerConfig } from './training-config';
 import {
   attemptFiles,
   listSegments,
@@ -160,6 +160,16 @@ describe('trainerConfig', () => {
       { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 7 },
     );
     expect(config).toMatchObject({ algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, mask_unanswered_at_turn_limit: false, total_steps: 7 });
+  });
+});
+
+describe('trainerArgs', () => {
+  it('runs one trainer process for one GPU and torchrun with a process per GPU for more', () => {
+    expect(trainerArgs({ gpus: 1 }, '/c.json')).toEqual(['-m', 'trainer.train', '--config', '/c.json', '--resume', 'latest']);
+    expect(trainerArgs({ gpus: 8 }, '/c.json')).toEqual([
+      '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '8',
+      '-m', 'trainer.train', '--config', '/c.json', '--resume', 'latest',
+    ]);
   });
 });
 

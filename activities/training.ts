@@ -22,7 +22,7 @@ import {
 } from '../schemas/training';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import { activityClient } from './deps';
-import { environmentLimits, trainerConfig } from './training-config';
+import { environmentLimits, trainerArgs, trainerConfig } from './training-config';
 import {
   attemptFiles,
   listSegments,
@@ -215,7 +215,7 @@ async function runSegment(
   try {
     trainer = await spawnTrainer({
       python: training.python,
-      args: ['-m', 'trainer.train', '--config', files.config, '--resume', 'latest'],
+      args: trainerArgs(training, files.config),
       cwd: projectRoot,
       env: { ...process.env, PYTHONUNBUFFERED: '1' },
       stdoutPath: files.stdout,
@@ -226,7 +226,7 @@ async function runSegment(
     throw configError(`training.python: cannot start ${training.python}: ${(error as Error).message}`);
   }
   await writePidFile(layout.pidFile, trainer.pid, { segment: input.segment, attempt: fileAttempt });
-  log.info('training: trainer started', { ...where, pid: trainer.pid, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
+  log.info('training: trainer started', { ...where, pid: trainer.pid, processes: training.gpus, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
 
   const state = {
     step: resumedFrom,

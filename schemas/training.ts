@@ -73,6 +73,12 @@ const TrainingConfigObject = z
     codescoutTurnBonus: z.boolean().default(false),
     /** Any other trainer/config.py key, passed as is (generator, dtype, micro_batch_tokens, vllm, chat_template_kwargs, …). */
     trainer: z.record(z.string(), z.unknown()).default({}),
+    /**
+     * Trainer processes per segment, one per GPU of the GPU worker's node. Above 1 the segment runs
+     * `python -m torch.distributed.run --standalone --nproc-per-node <gpus> -m trainer.train` (trainer/distributed.py:
+     * rollouts sharded by rank, one optimizer step per training step; on a CPU node, gloo processes).
+     */
+    gpus: positiveInt.default(1),
     /** The trainer's Python (the venv made by scripts/setup-python.sh). */
     python: z.string().min(1).default('.venv/bin/python'),
     /** Task queue of the GPU worker; default temporal.config.ts `taskQueues.gpu`. */
