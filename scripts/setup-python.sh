@@ -26,7 +26,22 @@ WANT="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
 
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
 
+# trainer/requirements-gpu.txt (vLLM) only on a machine whose GPU driver answers, with its own stamp.
+GPU_REQUIREMENTS="$ROOT/trainer/requirements-gpu.txt"
+GPU_STAMP="$VENV/.codegrep-requirements-gpu.sha256"
+install_gpu_requirements() {
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then return 0; fi
+  local want
+  want="$(sha256sum "$GPU_REQUIREMENTS" | cut -d' ' -f1)"
+  if [ -f "$GPU_STAMP" ] && [ "$(cat "$GPU_STAMP")" = "$want" ]; then return 0; fi
+  echo "setup-python: CUDA present: installing trainer/requirements-gpu.txt (vLLM) into $VENV"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$GPU_REQUIREMENTS"
+  "$VENV/bin/python" -c 'import vllm' || { echo "setup-python: vllm does not import" >&2; exit 1; }
+  echo "$want" > "$GPU_STAMP"
+}
+
 if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+  install_gpu_requirements
   echo "setup-python: $VENV is up to date"
   exit 0
 fi
@@ -60,4 +75,5 @@ echo "setup-python: installing trainer/requirements.txt into $VENV (first time: 
 "$VENV/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, rank_bm25, pytest, numpy' \
   || { echo "setup-python: the installed packages do not import" >&2; exit 1; }
 echo "$WANT" > "$STAMP"
+install_gpu_requirements
 echo "setup-python: done in $(( $(date +%s) - START )) s ($(du -sh "$VENV" | cut -f1))"

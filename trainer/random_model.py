@@ -60,6 +60,9 @@ SHAPES = {
     # Qwen3-0.6B's published config.
     "qwen3-0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
+    # Qwen3-4B's published config.
+    "qwen3-4b": dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
 }
 
 
@@ -83,8 +86,13 @@ def write_tiny_tokenizer(out_dir: str, vocab_size: int = 320):
     return fast
 
 
-def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = None, seed: int = 0) -> str:
-    """A randomly initialised Qwen3ForCausalLM of `shape` plus its tokenizer in `out_dir`."""
+def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = None, seed: int = 0,
+                       device: str = "cpu", dtype: str = "float32") -> str:
+    """A randomly initialised Qwen3ForCausalLM of `shape` plus its tokenizer in `out_dir`.
+
+    `device` / `dtype`: where to initialise and how to store it (a 4B model
+    initialises in seconds on a GPU, in minutes on CPU, and bf16 halves the file).
+    """
     import torch
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
@@ -104,8 +112,9 @@ def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = N
                          eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
                          pad_token_id=tokenizer.pad_token_id, **SHAPES[shape])
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.save_pretrained(out_dir)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config)
+    model.to(getattr(torch, dtype)).save_pretrained(out_dir)
     return out_dir
 
 

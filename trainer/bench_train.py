@@ -1,0 +1,318 @@
+"""Training throughput on a random Qwen3-shaped model against the scripted environment.
+
+    python -m trainer.bench_train --shape tiny|qwen3-0.6b|qwen3-4b [--tokenizer DIR | --tokenizer-xz DIR]
+
+Runs the real trainer (train.train) for a few steps at the papers' rollout
+shape (group 8, 4 turns, 8 tool results per turn; CodeGrep App. A.4, §3.2)
+and prints ONE JSON line with, in the same process and run:
+
+- rollout tokens/s, against a plain batched generate of the same first-turn
+  prompts with the same engine and token budget (no environment, no turns:
+  the ceiling for our rollout overhead), and the environment server's share
+  of the step time;
+- update tokens/s and update MFU against the matmul rate measured here
+  (bf16 on a GPU, fp32 on CPU); generation FLOPs and their MFU separately;
+- peak memory (GPU allocator peak, or the process's max RSS on CPU);
+- step time split into rollout / reference / update (without the reference
+  forward) / checkpoint.
+
+The first step pays warm-up (kernels, allocator) and is left out of the means
+when there are more. Nothing is downloaded: the model is random and written
+here, the tokenizer comes from a directory or from the xz copy tracked in
+bench/assets/qwen3-tokenizer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import lzma
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+
+from . import train as train_module
+from .config import parse_config
+from .random_model import write_random_model
+from .scripted_env import ScriptedEnv, serve
+
+# CodeGrep App. A.4 / §3.2 rollout shape.
+GROUP_SIZE, MAX_TURNS, TOOL_CALLS_PER_TURN = 8, 4, 8
+
+
+def measure_matmul_tflops(device, dtype, seconds: float = 1.0) -> float:
+    """Dense square matmul rate in TFLOP/s on `device`: the MFU denominator."""
+    n = 8192 if device.type == "cuda" else 512
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(3):
+        a @ b
+    sync()
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        for _ in range(10):
+            a @ b
+        count += 10
+        sync()
+    return 2 * n**3 * count / (time.perf_counter() - started) / 1e12
+
+
+def unpack_tokenizer(asset_dir: str, out_dir: str) -> str:
+    """tokenizer.json from its .xz plus the other files of `asset_dir`, into `out_dir`."""
+    os.makedirs(out_dir, exist_ok=True)
+    for name in os.listdir(asset_dir):
+        source = os.path.join(asset_dir, name)
+        if name.endswith(".xz"):
+            with lzma.open(source) as f, open(os.path.join(out_dir, name[:-3]), "wb") as g:
+                shutil.copyfileobj(f, g)
+        elif name.endswith(".json"):
+            shutil.copy(source, out_dir)
+    return out_dir
+
+
+class Probe:
+    """Wraps the trainer's policy_update: times the reference forward (the
+    adapter-off passes) and records what the FLOP count needs."""
+
+    def __init__(self, device):
+        self.device = device
+        self.model = None
+        self.steps = []  # per update: reference seconds, token counts
+
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def wrap(self, update):
+        def probed(model, *args, **kwargs):
+            self.model = model
+            items = args[2] if len(args) > 2 else kwargs["items"]
+            record = {"reference_s": 0.0, "sequences": len(items),
+                      "tokens": sum(len(it.ids) for it in items),
+                      "squared_lengths": sum(len(it.ids) ** 2 for it in items),
+                      "sampled_tokens": sum(sum(it.mask) for it in items)}
+            original = model.disable_adapter
+
+            @contextlib.contextmanager
+            def timed_disable():
+                self._sync()
+                started = time.perf_counter()
+                with original():
+                    yield
+                self._sync()
+                record["reference_s"] += time.perf_counter() - started
+
+            model.disable_adapter = timed_disable
+            try:
+                return update(model, *args, **kwargs)
+            finally:
+                del model.disable_adapter  # back to the class's method
+                self.steps.append(record)
+        return probed
+
+
+def model_counts(model) -> dict:
+    """Matmul parameters of the transformer body (LoRA excluded), LM head size, attention width."""
+    base = model.get_base_model()
+    cfg = base.config
+    head = base.get_output_embeddings()
+    body = 0
+    for name, module in base.model.named_modules():
+        if isinstance(module, torch.nn.Linear) and "lora_" not in name:
+            body += module.weight.numel()
+    width = cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+    return {"body": body, "head": head.weight.numel(), "layers": cfg.num_hidden_layers, "width": width}
+
+
+def update_flops(counts: dict, record: dict, reference: bool) -> float:
+    """Model FLOPs of one update.
+
+    Forward per token: 2 x body matmul parameters; causal attention per
+    sequence of length L: 2 x layers x width x L^2 (QK^T and AV over the lower
+    triangle); the LM head (2 x vocab x hidden) only on sampled tokens
+    (policy.token_logprobs). Backward with frozen base weights: activation
+    gradients only, 1x the forward for the matmuls and the head, 2x for
+    attention (dQ, dK from dS; dV, dP from dO). The reference forward (adapter
+    off) when the KL is tracked. LoRA's own FLOPs (<1 %) and gradient
+    checkpointing's recompute are not counted, as usual for MFU.
+    """
+    linear = 2 * counts["body"] * record["tokens"]
+    attention = 2 * counts["layers"] * counts["width"] * record["squared_lengths"]
+    head = 2 * counts["head"] * record["sampled_tokens"]
+    forward = linear + attention + head
+    backward = linear + 2 * attention + head
+    return forward + backward + (forward if reference else 0)
+
+
+def generation_flops(counts: dict, generated: int, mean_context: float) -> float:
+    """Decode FLOPs: 2 x (body + head) per generated token plus attention over its context (QK^T, AV)."""
+    return generated * (2 * (counts["body"] + counts["head"]) + 4 * counts["layers"] * counts["width"] * mean_context)
+
+
+def peak_memory_gb(device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def run(args) -> dict:
+    device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if args.require_cuda and device.type != "cuda":
+        raise SystemExit(json.dumps({"bench": "train", "error": "no CUDA device visible to torch"}))
+    work = tempfile.mkdtemp(prefix="codegrep-bench-train-")
+    try:
+        return _run(args, device, dtype, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args, device, dtype, work: str) -> dict:
+    matmul_tflops = measure_matmul_tflops(device, dtype)
+    tokenizer_dir = args.tokenizer
+    if args.tokenizer_xz:
+        tokenizer_dir = unpack_tokenizer(args.tokenizer_xz, os.path.join(work, "tokenizer"))
+    made = time.perf_counter()
+    model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
+                                   device=device.type, dtype="bfloat16" if device.type == "cuda" else "float32")
+    model_write_s = time.perf_counter() - made
+
+    env = ScriptedEnv(max_turns=MAX_TURNS, tool_calls_per_turn=TOOL_CALLS_PER_TURN,
+                      observation_chars=args.observation_chars)
+    server = serve(env)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    config = parse_config({
+        "model_path": model_dir, "output_dir": os.path.join(work, "run"), "env_url": url,
+        "data": {"instance_ids": [f"bench__instance-{i}" for i in range(max(64, args.prompts))]},
+        "total_steps": args.steps, "batch_size": args.prompts, "group_size": GROUP_SIZE, "max_turns": MAX_TURNS,
+        "max_new_tokens": MAX_TURNS * args.turn_tokens, "max_new_tokens_per_turn": args.turn_tokens,
+        "max_seq_len": args.max_seq_len, "checkpoint_every": 1, "keep_checkpoints": 1, "generator": args.generator,
+        "micro_batch_tokens": args.micro_batch_tokens, "chat_template_kwargs": {"enable_thinking": False},
+        **({"hf_generation_tokens": args.hf_generation_tokens} if args.hf_generation_tokens else {}),
+    })
+    os.makedirs(config.output_dir, exist_ok=True)
+    lines = []
+    probe = Probe(device)
+    real_update = train_module.policy_update
+    train_module.policy_update = probe.wrap(real_update)
+    try:
+        stop = train_module.StopRequest()
+        code = train_module.train(config, None, lambda event, **fields: lines.append({"event": event, **fields}), stop)
+    finally:
+        train_module.policy_update = real_update
+    if code != 0:
+        raise RuntimeError(f"the trainer returned {code}")
+    start = next(line for line in lines if line["event"] == "start")
+    steps = [line for line in lines if line["event"] == "step"]
+    timed = list(range(1, len(steps))) or [0]  # leave the warm-up step out when there are more
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+
+    counts = model_counts(probe.model)
+    reference = config.track_kl or (start["loss"]["kl_beta"] > 0)
+    flops = [update_flops(counts, probe.steps[i], reference) for i in timed]
+    update_s = [steps[i]["update_time_s"] for i in timed]
+    reference_s = [probe.steps[i]["reference_s"] for i in timed]
+    rollout_s = [steps[i]["rollout_time_s"] for i in timed]
+    rollout_tokens = [steps[i]["rollout_tokens"] for i in timed]
+    mean_context = mean([probe.steps[i]["tokens"] / probe.steps[i]["sequences"] for i in timed]) / 2
+    gen_flops = [generation_flops(counts, steps[i]["rollout_tokens"], mean_context) for i in timed]
+
+    ceiling = plain_generate_ceiling(probe.model, model_dir, config, env, device)
+    server.shutdown()
+    server.server_close()
+
+    rollout_tps = sum(rollout_tokens) / sum(rollout_s)
+    step_s = [steps[i]["step_time_s"] + steps[i].get("checkpoint_time_s", 0.0) for i in timed]
+    return {
+        "bench": "train", "shape": args.shape, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
+        "generator": start["generator"], "generator_reason": start["generator_reason"], "engine": start["engine"],
+        "parameters": start["parameters"], "rollouts_per_step": args.prompts * GROUP_SIZE,
+        "turns_mean": mean([steps[i]["turns_mean"] for i in timed]),
+        "completion_len_mean": mean([steps[i]["completion_len_mean"] for i in timed]),
+        "train_tokens_per_step": mean([steps[i]["train_tokens"] for i in timed]),
+        "steps": len(steps), "timed_steps": len(timed), "first_step_time_s": steps[0]["step_time_s"],
+        "step_time_s": mean(step_s),
+        "rollout_time_s": mean(rollout_s),
+        "reference_time_s": mean(reference_s),
+        "update_time_s": mean([u - r for u, r in zip(update_s, reference_s)]),
+        "checkpoint_time_s": mean([steps[i].get("checkpoint_time_s", 0.0) for i in timed]),
+        "env_share_of_step": mean([steps[i]["env_time_s"] / s for i, s in zip(timed, step_s)]),
+        "rollout_tokens_per_s": rollout_tps,
+        "plain_generate_tokens_per_s": ceiling["tokens_per_s"],
+        "rollout_vs_plain_generate": ceiling["tokens_per_s"] / rollout_tps if rollout_tps else None,
+        "plain_generate": ceiling,
+        "update_tokens_per_s": mean([steps[i]["train_tokens"] for i in timed]) / mean(update_s),
+        "matmul_tflops_measured": matmul_tflops,
+        "update_tflops_achieved": sum(flops) / sum(update_s) / 1e12,
+        "update_mfu": sum(flops) / sum(update_s) / 1e12 / matmul_tflops,
+        "generation_tflop_per_step": mean(gen_flops) / 1e12,
+        "generation_mfu": sum(gen_flops) / sum(rollout_s) / 1e12 / matmul_tflops,
+        "peak_memory_gb": peak_memory_gb(device),
+        "peak_memory_kind": "cuda max_memory_allocated" if device.type == "cuda" else "process max RSS",
+        "model_write_s": model_write_s,
+    }
+
+
+def plain_generate_ceiling(model, model_dir: str, config, env, device) -> dict:
+    """The same first-turn prompts through the same engine in one turn, no environment in between."""
+    from transformers import AutoTokenizer
+
+    from .engines import make_generator
+    from .env_client import EnvClient
+    from .rollout import Sampling, stop_token_ids
+    from .tokens import ChatTokens
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    chat = ChatTokens(tokenizer, config.chat_template_kwargs)
+    client = EnvClient(config.env_url)
+    episodes = client.open([f"bench__ceiling-{i}" for i in range(config.batch_size)], config.group_size, 1)
+    prompts = [chat.prompt(e.messages, e.tools) for e in episodes]
+    client.close_quietly([e.episode_id for e in episodes])
+    generator, _ = make_generator(config, model, tokenizer, stop_token_ids(tokenizer), device,
+                                  Sampling(config.temperature, config.top_p, config.top_k))
+    budgets = [config.max_new_tokens_per_turn] * len(prompts)
+    keys = [(1, i, 0) for i in range(len(prompts))]
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    outputs = generator.generate(prompts, budgets, keys)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    tokens = sum(len(o) for o in outputs)
+    return {"rows": len(prompts), "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+            "calls": len(getattr(generator, "generate_calls", [])) or None}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m trainer.bench_train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", default="tiny", choices=["tiny", "qwen3-0.6b", "qwen3-4b"])
+    parser.add_argument("--tokenizer", default=None, help="tokenizer directory (default: a tiny trained one)")
+    parser.add_argument("--tokenizer-xz", default=None, help="directory with tokenizer.json.xz (bench/assets/...)")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--prompts", type=int, default=1, help="prompts per step; rollouts = prompts x 8")
+    parser.add_argument("--turn-tokens", type=int, default=8, help="generated tokens per turn (cap)")
+    parser.add_argument("--observation-chars", type=int, default=40, help="characters per scripted tool result")
+    parser.add_argument("--max-seq-len", type=int, default=16384)
+    parser.add_argument("--micro-batch-tokens", type=int, default=32768)
+    parser.add_argument("--hf-generation-tokens", type=int, default=None)
+    parser.add_argument("--generator", default="auto", choices=["auto", "hf", "vllm"])
+    parser.add_argument("--require-cuda", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    result = run(parse_args(argv))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
