@@ -13,6 +13,7 @@ import {
   newestCheckpoint,
   newestPerStep,
   readSegmentLogRows,
+  rolloutEngines,
   runMetricsRows,
   segmentDir,
   segmentMetricsPath,
@@ -160,6 +161,25 @@ describe('trainerConfig', () => {
       { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 7 },
     );
     expect(config).toMatchObject({ algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, mask_unanswered_at_turn_limit: false, total_steps: 7 });
+  });
+});
+
+describe('rolloutEngines', () => {
+  it("names each engine the trainers' start lines reported, once", () => {
+    const start = (fields: Record<string, unknown>) =>
+      JSON.stringify({ event: 'start', step: 0, total_steps: 4, device: 'cpu', generator: 'hf', parameters: 1, trainable_parameters: 1, instances: 2, ...fields }) + '\n';
+    for (const [segment, attempt, line] of [
+      [1, 1, start({ generator_reason: 'auto: no CUDA device (cpu), so vLLM cannot run', world_size: 2 })],
+      [1, 2, start({ generator_reason: 'auto: no CUDA device (cpu), so vLLM cannot run', world_size: 2 })],
+      [2, 1, start({ device: 'cuda', generator: 'vllm', generator_reason: 'auto: CUDA device and vLLM 0.33.0' })],
+    ] as const) {
+      mkdirSync(segmentDir(runDir, segment), { recursive: true });
+      writeFileSync(attemptFiles(segmentDir(runDir, segment), attempt).stdout, 'not json\n' + line);
+    }
+    expect(rolloutEngines(runDir)).toEqual([
+      'hf — auto: no CUDA device (cpu), so vLLM cannot run — 2 processes on cpu',
+      'vllm — auto: CUDA device and vLLM 0.33.0 — 1 process on cuda',
+    ]);
   });
 });
 

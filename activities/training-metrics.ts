@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { readParquetObjects } from '../lib/artifacts';
-import { TrainerStepLineSchema, stepLineToMetricsRow, type TrainingMetricsRow } from '../schemas/training';
+import { TrainerEventSchema, TrainerStepLineSchema, stepLineToMetricsRow, type TrainingMetricsRow } from '../schemas/training';
 
 /**
  * Where a training run keeps its files, and how step lines become metrics rows with each step once.
@@ -150,4 +150,34 @@ export async function runMetricsRows(runDir: string, lastStep: number): Promise<
     else rows.push(...readSegmentLogRows(runDir, segment));
   }
   return newestPerStep(rows).filter((row) => row.step <= lastStep);
+}
+
+/**
+ * The rollout engines the run's trainers reported in their `start` lines (trainer/engines.py), each once, e.g.
+ * `hf — auto: no CUDA device (cpu), so vLLM cannot run — 2 processes`: the run report names them.
+ */
+export function rolloutEngines(runDir: string): string[] {
+  const found = new Set<string>();
+  for (const segment of listSegments(runDir)) {
+    const dir = segmentDir(runDir, segment);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.stdout.jsonl')).sort()) {
+      for (const line of readFileSync(path.join(dir, name), 'utf8').split('\n')) {
+        if (!line.startsWith('{')) continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const event = TrainerEventSchema.safeParse(value);
+        if (!event.success || event.data.event !== 'start') continue;
+        const start = event.data;
+        const processes = start.world_size ?? 1;
+        found.add([start.generator, start.generator_reason, `${processes} process${processes === 1 ? '' : 'es'} on ${start.device}`].filter(Boolean).join(' — '));
+        break;
+      }
+    }
+  }
+  return [...found];
 }

@@ -13,7 +13,7 @@ import {
   type TrainingReportInput,
   type TrainingReportOutput,
 } from '../schemas/training';
-import { listSegments, missingSteps, runMetricsRows, segmentMetricsPath, trainingLayout } from './training-metrics';
+import { listSegments, missingSteps, rolloutEngines, runMetricsRows, segmentMetricsPath, trainingLayout } from './training-metrics';
 
 const SMOKE_BANNER =
   'SMOKE RUN: this run checks the plumbing (Temporal, the environment server, the trainer, checkpoints, resume) ' +
@@ -39,7 +39,7 @@ interface Summary {
   tail: [string, string][];
 }
 
-function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, rows: readonly TrainingMetricsRow[], missing: number[]): Summary {
+function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, rows: readonly TrainingMetricsRow[], missing: number[], engines: string[]): Summary {
   const last = rows[rows.length - 1];
   const tailRows = rows.slice(Math.max(0, rows.length - Math.max(1, Math.ceil(rows.length / 10))));
   return {
@@ -49,6 +49,7 @@ function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, ro
       ['steps done / budget', `${input.step} / ${input.budget}${input.stoppedEarly ? ' (stopped early at a checkpoint)' : ''}`],
       ['steps with metrics', `${rows.length}${missing.length > 0 ? ` (missing: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''})` : ''}`],
       ['model', input.modelDir],
+      ['rollout engine', engines.length > 0 ? engines.join('; ') : '– (no trainer start line found)'],
       ['median step time', `${num(median(rows.map((r) => r.stepTimeS)), 3)} s (rollout ${num(median(rows.map((r) => r.rolloutTimeS)), 3)} s, update ${num(median(rows.map((r) => r.updateTimeS)), 3)} s)`],
       ['last step', last ? String(last.step) : '–'],
     ],
@@ -132,7 +133,7 @@ export async function writeTrainingReport(rawInput: TrainingReportInput): Promis
     await writeBytesAtomically(file, plot.svg);
     plotFiles.push(file);
   }
-  const summary = summarize(input, rows, missing);
+  const summary = summarize(input, rows, missing, rolloutEngines(input.runDir));
   const tailSteps = Math.max(1, Math.ceil(rows.length / 10));
   const htmlFile = path.join(layout.report, 'index.html');
   const markdownFile = path.join(layout.report, 'report.md');
