@@ -327,4 +327,35 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     expect(markdown).toContain(`| steps done / budget | ${result.step} / 40 (stopped early at a checkpoint) |`);
     expect(markdown).toContain('SMOKE RUN');
   });
+
+  it('a segment on 2 trainer processes (torchrun, gloo): a killed rank fails the attempt, the retry resumes from the newest checkpoint, each step once; the report names the engine', async () => {
+    const runId = 'train-it-ranks';
+    explainFailure(runId);
+    const handle = await client.workflow.start('training', {
+      taskQueue: cpuQueue,
+      workflowId: `${runId}/training`,
+      args: [trainingInput(runId, { steps: 4, segmentSteps: 4, gpus: 2 })],
+    });
+    const steps = (attempt: number) => stdoutEvents(runId, 1, attempt).filter((e) => e.event === 'step').map((e) => e.step!);
+    await waitFor(async () => steps(1).length > 0, 200_000, 'a step of the first attempt');
+    // The pid file holds torchrun's launcher; its children are the ranks.
+    const launcher = (JSON.parse(readFileSync(path.join(runDir(runId), 'training', 'trainer.pid.json'), 'utf8')) as { pid: number }).pid;
+    const children = readFileSync(`/proc/${launcher}/task/${launcher}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const rank1 = children.find((pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes('RANK=1'));
+    expect(rank1, `no RANK=1 child among ${children.join(', ')}`).toBeDefined();
+    process.kill(rank1!, 'SIGKILL');
+
+    const result = (await handle.result()) as TrainingResult;
+    expect(result.step).toBe(4);
+    expect(await metricSteps(result)).toEqual(range(1, 4));
+    expect(await segmentSteps(runId)).toEqual({ 'segment-0001.parquet': range(1, 4) });
+    const first = stdoutEvents(runId, 1, 1);
+    expect(first.find((e) => e.event === 'start')).toMatchObject({ world_size: 2, backend: 'gloo' });
+    expect(first.some((e) => e.event === 'done' || e.event === 'stopped')).toBe(false); // it failed, it did not finish
+    const resumed = stdoutEvents(runId, 1, 2).find((e) => e.event === 'resumed')?.step;
+    expect(resumed).toBeGreaterThanOrEqual(Math.max(...steps(1)));
+    expect(steps(2)).toEqual(range(resumed! + 1, 4));
+    const markdown = readFileSync(result.report.markdown, 'utf8');
+    expect(markdown).toContain('| rollout engine | hf — generator: hf (configured) — 2 processes on cpu |');
+  });
 });
