@@ -120,7 +120,10 @@ class RowSampler:
         # u > 0, so the first CDF entry >= u is a token with positive probability.
         u = self.uniforms[:, position:position + 1].to(cdf.device).clamp(min=1e-7) * cdf[:, -1:]
         chosen = torch.searchsorted(cdf, u).clamp(max=cdf.shape[-1] - 1)
-        self.chosen_logprobs.append(logprobs.gather(-1, chosen).squeeze(-1).cpu())
+        # The sampler's log-prob as the trainer computes it: log-softmax(logits / T)
+        # over the full vocabulary (top-k / top-p only decide which token is drawn).
+        full = torch.log_softmax(scores.float() / self.sampling.temperature, dim=-1)
+        self.chosen_logprobs.append(full.gather(-1, chosen).squeeze(-1).cpu())
         forced = torch.full_like(scores, float("-inf"))
         return forced.scatter(-1, chosen, 0.0)
 
@@ -147,8 +150,8 @@ class HFGenerator:
         self.token_budget = token_budget or auto_token_budget(model, device)
         self.greedy = greedy
         self.generate_calls: list = []
-        # Per row of the last generate(): the sampler's log-prob of each
-        # returned token (temperature / top-k / top-p distribution); None when greedy.
+        # Per row of the last generate(): log-softmax(logits / T) of each returned
+        # token over the full vocabulary (the trainer's quantity); None when greedy.
         self.last_logprobs: Optional[list] = None
 
     def sync_weights(self, step: int) -> None:

@@ -64,12 +64,22 @@ def test_sampling_follows_the_rollout_key_not_the_batch(policy):
     assert again == together
 
 
-def test_sampler_log_probs_are_returned_per_token(policy):
-    _, tokenizer, _ = policy
+def test_sampler_log_probs_are_the_trainers_log_probs(policy):
+    from trainer.policy import token_logprobs
+
+    model, tokenizer, device = policy
     generator = _generator(policy)
-    tokens = generator.generate(_prompts(tokenizer, 3), [5, 5, 5], [(1, i, 0) for i in range(3)])
+    prompts = _prompts(tokenizer, 3)
+    tokens = generator.generate(prompts, [5, 5, 5], [(1, i, 0) for i in range(3)])
     assert [len(lp) for lp in generator.last_logprobs] == [len(t) for t in tokens]
-    assert all(lp <= 0 for row in generator.last_logprobs for lp in row)
+    model.eval()
+    with torch.no_grad():
+        for prompt, sampled, sampler in zip(prompts, tokens, generator.last_logprobs):
+            ids = torch.tensor([prompt + sampled])
+            mask = torch.tensor([[0] * len(prompt) + [1] * len(sampled)], dtype=torch.float32)
+            trainer = token_logprobs(model, ids, torch.ones_like(ids), mask)[0, len(prompt):]
+            assert torch.allclose(trainer, torch.tensor(sampler), atol=1e-4), (trainer, sampler)
+    model.train()
 
 
 def test_a_row_larger_than_the_budget_is_refused_with_the_numbers():
