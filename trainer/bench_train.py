@@ -156,9 +156,11 @@ def generation_flops(counts: dict, generated: int, mean_context: float) -> float
     return generated * (2 * (counts["body"] + counts["head"]) + 4 * counts["layers"] * counts["width"] * mean_context)
 
 
-def peak_memory_gb(device) -> float:
+def peak_memory_gb(device, steps: list) -> float:
+    """GPU: the highest per-step allocator peak (the trainer resets it each step, so
+    writing the random model does not count); CPU: the process's max RSS."""
     if device.type == "cuda":
-        return torch.cuda.max_memory_allocated() / 2**30
+        return max(s.get("peak_gpu_mem_gb", 0.0) for s in steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
@@ -183,6 +185,8 @@ def _run(args, device, dtype, work: str) -> dict:
     model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
                                    device=device.type, dtype="bfloat16" if device.type == "cuda" else "float32")
     model_write_s = time.perf_counter() - made
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the writer's fp32 copy is gone; give its memory back
 
     env = ScriptedEnv(max_turns=MAX_TURNS, tool_calls_per_turn=TOOL_CALLS_PER_TURN,
                       observation_chars=args.observation_chars)
@@ -254,8 +258,8 @@ def _run(args, device, dtype, work: str) -> dict:
         "update_mfu": sum(flops) / sum(update_s) / 1e12 / matmul_tflops,
         "generation_tflop_per_step": mean(gen_flops) / 1e12,
         "generation_mfu": sum(gen_flops) / sum(rollout_s) / 1e12 / matmul_tflops,
-        "peak_memory_gb": peak_memory_gb(device),
-        "peak_memory_kind": "cuda max_memory_allocated" if device.type == "cuda" else "process max RSS",
+        "peak_memory_gb": peak_memory_gb(device, steps),
+        "peak_memory_kind": "cuda max_memory_allocated per step" if device.type == "cuda" else "process max RSS",
         "model_write_s": model_write_s,
     }
 
