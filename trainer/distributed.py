@@ -143,14 +143,20 @@ def average_gradients(ranks: Ranks, params: list) -> None:
 
 
 def reduce_update_stats(ranks: Ranks, stats: dict) -> dict:
-    """The update's stats over all ranks: means of the per-rank means, summed token counts."""
+    """The update's stats over all ranks: token counts summed, every other number
+    averaged over the ranks that have it (a None, e.g. no KL, is left out)."""
     if not ranks.enabled:
         return stats
     everyone = gather(ranks, stats)
-    mean = lambda key: sum(s[key] for s in everyone) / len(everyone)  # noqa: E731
-    kls = [s["kl"] for s in everyone if s["kl"] is not None]
-    return {**stats, "loss": mean("loss"), "clip_ratio": mean("clip_ratio"),
-            "kl": sum(kls) / len(kls) if kls else None, "train_tokens": sum(s["train_tokens"] for s in everyone)}
+    out = dict(stats)
+    for key, value in stats.items():
+        values = [s.get(key) for s in everyone]
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if key.endswith("_tokens") and len(numbers) == len(values):
+            out[key] = sum(numbers)
+        elif numbers and all(v is None or isinstance(v, (int, float)) for v in values):
+            out[key] = sum(numbers) / len(numbers)
+    return out
 
 
 @dataclass
