@@ -36,13 +36,17 @@ class ScriptedEnv:
     """Episode bookkeeping with scripted observations and rewards."""
 
     def __init__(self, max_turns: int = 4, tool_calls_per_turn: int = 2, observation_chars: int = 60,
-                 advantage_scale: float = 1.0, step_delay_s: float = 0.0, system_prompt: str = "Find the files."):
+                 advantage_scale: float = 1.0, step_delay_s: float = 0.0, system_prompt: str = "Find the files.",
+                 last_turn_reminder: str = None):
         self.max_turns = max_turns
         self.tool_calls_per_turn = tool_calls_per_turn
         self.observation_chars = observation_chars
         self.advantage_scale = advantage_scale
         self.step_delay_s = step_delay_s
         self.system_prompt = system_prompt
+        # A user message after the tool results before the last turn, like the
+        # real environment's "1 turn left" note (it moves Qwen3's "last user query").
+        self.last_turn_reminder = last_turn_reminder
         self.episodes = {}
         self.requests = []  # (path, body) of every request, for tests
         self._ids = itertools.count()
@@ -75,6 +79,8 @@ class ScriptedEnv:
                 {"role": "tool", "name": "grep", "tool_call_id": f"call-{i}",
                  "content": self._observation(s["assistantText"], i)}
                 for i in range(self.tool_calls_per_turn)]
+            if observations and self.last_turn_reminder and len(ep["texts"]) == self.max_turns - 1:
+                observations.append({"role": "user", "content": self.last_turn_reminder})
             results.append({"episodeId": s["episodeId"], "observations": observations, "done": ep["done"]})
         return {"results": results}
 

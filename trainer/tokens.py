@@ -82,12 +82,13 @@ class Sequence:
 # observation block is rendered and cut.
 _ANCHOR_USER = "\u2063anchor-user\u2063"
 _ANCHOR_ASSISTANT = "\u2063anchor-assistant\u2063"
-# A reasoning block and the whitespace after it (Qwen3: "<think>\n...\n</think>\n\n").
-_REASONING = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+# A reasoning block and the newlines after it (Qwen3: "<think>\n...\n</think>\n\n"; its
+# template also strips leading newlines, not spaces, from the content after it).
+_REASONING = re.compile(r"<think>.*?</think>\n*", re.DOTALL)
 
 
 def without_reasoning(text: str) -> str:
-    """`text` with every `<think>…</think>` block (and the whitespace after it) removed:
+    """`text` with every `<think>…</think>` block (and the newlines after it) removed:
     the documented difference between a block-built sequence and a full rendering."""
     return _REASONING.sub("", text)
 
