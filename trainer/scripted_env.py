@@ -146,9 +146,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tool-calls-per-turn", type=int, default=8)
     parser.add_argument("--observation-chars", type=int, default=400)
     parser.add_argument("--advantage-scale", type=float, default=1.0)
+    parser.add_argument("--last-turn-reminder", default=None,
+                        help="a user message sent with the tool results before the last turn")
     args = parser.parse_args(argv)
     server = serve(ScriptedEnv(args.max_turns, args.tool_calls_per_turn, args.observation_chars,
-                               args.advantage_scale), args.port)
+                               args.advantage_scale, last_turn_reminder=args.last_turn_reminder), args.port)
     print(json.dumps({"url": f"http://127.0.0.1:{server.server_address[1]}"}), flush=True)
     try:
         threading.Event().wait()
