@@ -67,3 +67,14 @@ def test_every_preset_value_cites_its_source():
     for name, shape in presets["algorithms"].items():
         assert set(shape) == {"clip_low", "clip_high", "normalize_advantage_std"}, name
         assert all("CodeScout" in e["source"] for e in shape.values()), name
+
+
+def test_constant_schedule_keeps_the_peak_lr():
+    from trainer.schedule import lr_multiplier
+
+    constant = lr_multiplier("constant", 100, 0.0)
+    assert [constant(i) for i in (0, 50, 99)] == [1.0, 1.0, 1.0]
+    cosine = lr_multiplier("cosine", 100, 0.0)
+    assert cosine(0) == 1.0 and cosine(99) < 0.01
+    with pytest.raises(ValueError, match="unknown lr schedule"):
+        lr_multiplier("linear", 10, 0.0)
