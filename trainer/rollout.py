@@ -327,7 +327,8 @@ def _play_turn(client: EnvClient, generator, chat: ChatTokens, active: list, lim
     # run_rollouts only keeps a rollout active while its next turn has room
     # for at least one token: no generation is ever asked for 0 tokens (HF
     # raises when every row is at 0, vLLM rejects max_tokens=0).
-    assert min(budgets) >= 1, budgets
+    if min(budgets) < 1:
+        raise RuntimeError(f"a rollout was left active with no generation budget: {budgets}")
     completions = [as_completion(c) for c in generator.generate([r.sequence.ids for r in active], budgets)]
     stops = set(generator.stop_ids)
     steps = []
