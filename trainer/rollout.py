@@ -223,9 +223,15 @@ class VllmGenerator:
         self.seed = seed
         self.adapter_dir = adapter_dir
         self.lora_request = None
-        self.llm = LLM(model=model_path, enable_lora=True, max_lora_rank=lora_rank, max_loras=1,
-                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_seq_len,
-                       enable_prefix_caching=prefix_caching, seed=seed, dtype="bfloat16")
+        engine = dict(model=model_path, enable_lora=True, max_lora_rank=lora_rank, max_loras=1,
+                      gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_seq_len,
+                      enable_prefix_caching=prefix_caching, seed=seed, dtype="bfloat16")
+        try:
+            # "vllm": ignore the model's generation_config.json (its repetition
+            # penalty, top-k, ...); only the trainer's SamplingParams apply.
+            self.llm = LLM(**engine, generation_config="vllm")
+        except TypeError:  # a vLLM without the option never reads the model's defaults
+            self.llm = LLM(**engine)
 
     def sync_weights(self, step: int) -> None:
         from vllm.lora.request import LoRARequest
@@ -251,7 +257,9 @@ class VllmGenerator:
         # are the trainer's quantity only at temperature 1 (both papers' setting).
         want_logprobs = self.sampling.temperature == 1.0
         params = [SamplingParams(temperature=self.sampling.temperature, top_p=self.sampling.top_p,
-                                 top_k=self.sampling.top_k if self.sampling.top_k > 0 else -1, max_tokens=budget,
+                                 top_k=self.sampling.top_k if self.sampling.top_k > 0 else -1,
+                                 repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
+                                 min_p=0.0, max_tokens=budget,
                                  seed=seed, stop_token_ids=self.stop_ids, skip_special_tokens=False,
                                  logprobs=0 if want_logprobs else None)
                   for budget, seed in zip(budgets, seeds)]
