@@ -44,7 +44,7 @@ class Sampling:
 class Rollout:
     episode: Episode
     sequence: Sequence
-    history: list                 # chat messages so far (for rendering observations)
+    history: list                 # chat messages so far (for logs and tests; never re-rendered)
     turns: int = 0
     generated_tokens: int = 0
     done: bool = False
