@@ -11,7 +11,8 @@
 #   bench/gpu-train.sh --cpu-dry-run   # tiny shape on CPU (what `npm run bench -- train` runs)
 #
 # Knobs (environment): BENCH_STEPS (3 for 0.6B, 2 for 4B), BENCH_PROMPTS_06B (8 prompts x 8 = 64 rollouts),
-# BENCH_PROMPTS_4B (4), BENCH_TURN_TOKENS (256), BENCH_GENERATOR (auto: vLLM when it imports on a GPU, else HF;
+# BENCH_PROMPTS_4B (4), BENCH_TURN_TOKENS (256), BENCH_MEAN_TURN_TOKENS (a quarter of it: the random model
+# ends its turns after about that many tokens, random_model.end_turns_after), BENCH_GENERATOR (auto: vLLM when it imports on a GPU, else HF;
 # the line says which and why), BENCH_SHAPES (e.g. "qwen3-0.6b").
 set -euo pipefail
 
@@ -33,8 +34,10 @@ fi
 cd "$ROOT"
 
 if [ "$MODE" = cpu ]; then
+  # The stock Qwen3 tokenizer and template here too, so the dry run goes through the real run's template.
   exec env OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m trainer.bench_train --shape tiny \
-    --steps "${BENCH_STEPS:-3}" --prompts 1 --turn-tokens "${BENCH_TURN_TOKENS:-8}" --observation-chars 40 \
+    --tokenizer-xz "$ROOT/bench/assets/qwen3-tokenizer" \
+    --steps "${BENCH_STEPS:-3}" --prompts 1 --turn-tokens "${BENCH_TURN_TOKENS:-12}" --observation-chars 40 \
     --generator "${BENCH_GENERATOR:-auto}"
 fi
 
@@ -50,6 +53,7 @@ for SHAPE in ${BENCH_SHAPES:-qwen3-0.6b qwen3-4b}; do
   "$PY" -m trainer.bench_train --shape "$SHAPE" --tokenizer-xz "$TOKENIZER_ASSETS" --require-cuda \
     --steps "$STEPS" --prompts "$PROMPTS" --turn-tokens "${BENCH_TURN_TOKENS:-256}" --observation-chars 400 \
     --max-seq-len 16384 --micro-batch-tokens 32768 --generator "${BENCH_GENERATOR:-auto}" \
+    ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"} \
     2> >(tail -c 4000 >&2) || { status=1; echo "{\"bench\": \"train\", \"shape\": \"$SHAPE\", \"error\": \"bench_train failed\"}"; }
 done
 exit $status

@@ -182,8 +182,12 @@ def _run(args, device, dtype, work: str) -> dict:
     if args.tokenizer_xz:
         tokenizer_dir = unpack_tokenizer(args.tokenizer_xz, os.path.join(work, "tokenizer"))
     made = time.perf_counter()
+    # A random model never samples <|im_end|> by chance, and a turn cut by its cap ends the rollout:
+    # make it end its turns after about a quarter of the cap (random_model.end_turns_after).
+    mean_turn_tokens = args.mean_turn_tokens or max(2.0, args.turn_tokens / 4)
     model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
-                                   device=device.type, dtype="bfloat16" if device.type == "cuda" else "float32")
+                                   mean_turn_tokens=mean_turn_tokens, device=device.type,
+                                   dtype="bfloat16" if device.type == "cuda" else "float32")
     model_write_s = time.perf_counter() - made
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the writer's fp32 copy is gone; give its memory back
@@ -290,7 +294,7 @@ def plain_generate_ceiling(model, model_dir: str, config, env, device) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
-    tokens = sum(len(o) for o in outputs)
+    tokens = sum(len(o.tokens) for o in outputs)
     return {"rows": len(prompts), "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
             "calls": len(getattr(generator, "generate_calls", [])) or None}
 
@@ -303,6 +307,8 @@ def parse_args(argv):
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--prompts", type=int, default=1, help="prompts per step; rollouts = prompts x 8")
     parser.add_argument("--turn-tokens", type=int, default=8, help="generated tokens per turn (cap)")
+    parser.add_argument("--mean-turn-tokens", type=float, default=None,
+                        help="the random model ends a turn after about this many tokens (default: turn-tokens / 4)")
     parser.add_argument("--observation-chars", type=int, default=40, help="characters per scripted tool result")
     parser.add_argument("--max-seq-len", type=int, default=16384)
     parser.add_argument("--micro-batch-tokens", type=int, default=32768)

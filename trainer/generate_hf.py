@@ -31,6 +31,8 @@ from typing import Optional
 
 import torch
 
+from .rollout import Completion, neutral_generation_config
+
 # Fraction of the free accelerator memory (after the model is loaded) that an
 # automatic token budget gives to one generate call's KV cache; the rest is
 # headroom for prefill activations and the allocator.
@@ -150,9 +152,8 @@ class HFGenerator:
         self.token_budget = token_budget or auto_token_budget(model, device)
         self.greedy = greedy
         self.generate_calls: list = []
-        # Per row of the last generate(): log-softmax(logits / T) of each returned
-        # token over the full vocabulary (the trainer's quantity); None when greedy.
-        self.last_logprobs: Optional[list] = None
+        # Only the trainer's sampling settings apply (a checkpoint's generation_config is dropped).
+        self.ignored_generation_config = neutral_generation_config(model, self.stop_ids, pad_token_id)
 
     def sync_weights(self, step: int) -> None:
         """The HF path samples from the training model itself: nothing to sync."""
@@ -162,6 +163,10 @@ class HFGenerator:
 
     @torch.no_grad()
     def generate(self, prompts: list, budgets: list, keys: Optional[list] = None) -> list:
+        """One Completion per prompt: the sampled tokens and, unless greedy, each one's
+        log-softmax(logits / T) over the full vocabulary (the trainer's quantity)."""
+        if not prompts or min(budgets) < 1:
+            raise ValueError(f"generate needs prompts and budgets >= 1, got budgets {budgets}")
         if keys is None:  # no stable names: draw row seeds from torch's (checkpointed) RNG
             keys = [(int(s),) for s in torch.randint(0, 2**62, (len(prompts),)).tolist()]
         outputs, logprobs = [None] * len(prompts), [None] * len(prompts)
@@ -175,8 +180,7 @@ class HFGenerator:
                     outputs[i], logprobs[i] = t, lp
         finally:
             self.model.train(was_training)
-        self.last_logprobs = None if self.greedy else logprobs
-        return outputs
+        return [Completion(tokens=t, logprobs=lp) for t, lp in zip(outputs, logprobs)]
 
     def _generate_rows(self, prompts: list, budgets: list, keys: list) -> tuple:
         width, max_new = max(len(p) for p in prompts), max(budgets)

@@ -9,8 +9,8 @@ Per step: `sync_weights` saves the current LoRA adapter and hands vLLM a new
 LoRARequest (a fresh id, so no stale adapter is served), then wakes the engine
 if it sleeps; `before_update` puts it to sleep (level 1: weights offloaded to
 CPU, KV cache dropped) so the update gets the memory back. `generate` returns
-token ids and keeps the sampler's log-probs of every returned token in
-`last_logprobs`.
+Completions: token ids and, at temperature 1, vLLM's log-probs of them (vLLM
+reports the raw logits' log-softmax, the trainer's quantity only at T = 1).
 
 This path has not been run in this repository's CI (no GPU, no vLLM there);
 tests cover the engine choice (engines.py) only.
@@ -24,6 +24,7 @@ import shutil
 import torch
 
 from .generate_hf import cut_at_stop
+from .rollout import Completion
 
 
 def vllm_available() -> tuple:
@@ -53,14 +54,19 @@ class VllmGenerator:
         self.lora_request = None
         self.sleep_mode = bool(getattr(settings, "sleep_mode", True))
         self.asleep = False
-        self.last_logprobs = None
         self.settings = {"gpu_memory_utilization": settings.gpu_memory_utilization,
                          "enable_prefix_caching": settings.enable_prefix_caching,
                          "tensor_parallel_size": tensor_parallel, "sleep_mode": self.sleep_mode}
-        self.llm = LLM(model=model_path, enable_lora=True, max_lora_rank=lora_rank, max_loras=1,
-                       gpu_memory_utilization=settings.gpu_memory_utilization, max_model_len=max_seq_len,
-                       enable_prefix_caching=settings.enable_prefix_caching, seed=seed, dtype="bfloat16",
-                       tensor_parallel_size=tensor_parallel, enable_sleep_mode=self.sleep_mode)
+        engine = dict(model=model_path, enable_lora=True, max_lora_rank=lora_rank, max_loras=1,
+                      gpu_memory_utilization=settings.gpu_memory_utilization, max_model_len=max_seq_len,
+                      enable_prefix_caching=settings.enable_prefix_caching, seed=seed, dtype="bfloat16",
+                      tensor_parallel_size=tensor_parallel, enable_sleep_mode=self.sleep_mode)
+        try:
+            # "vllm": ignore the model's generation_config.json (its repetition
+            # penalty, top-k, ...); only the trainer's SamplingParams apply.
+            self.llm = LLM(**engine, generation_config="vllm")
+        except TypeError:  # a vLLM without the option never reads the model's defaults
+            self.llm = LLM(**engine)
 
     def describe(self) -> dict:
         return {"engine": self.name, **self.settings}
@@ -95,19 +101,22 @@ class VllmGenerator:
         # resharded step asks for the same samples (vLLM's kernels may still differ).
         seeds = ([row_seed(k) % (2**31 - 1) for k in keys] if keys is not None
                  else torch.randint(0, 2**31 - 1, (len(prompts),)).tolist())
+        want_logprobs = self.sampling.temperature == 1.0
         params = [SamplingParams(temperature=self.sampling.temperature, top_p=self.sampling.top_p,
-                                 top_k=self.sampling.top_k, max_tokens=budget, seed=seed, logprobs=0,
+                                 top_k=self.sampling.top_k if self.sampling.top_k > 0 else -1,
+                                 repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
+                                 min_p=0.0, max_tokens=budget, seed=seed, logprobs=0 if want_logprobs else None,
                                  stop_token_ids=self.stop_ids, skip_special_tokens=False)
                   for budget, seed in zip(budgets, seeds)]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
                                     lora_request=self.lora_request, use_tqdm=False)
         stops = set(self.stop_ids)
-        results, logprobs = [], []
+        completions = []
         for o, budget in zip(outputs, budgets):
             sample = o.outputs[0]
             tokens = cut_at_stop(list(sample.token_ids), budget, stops)
-            results.append(tokens)
-            per_token = sample.logprobs or []
-            logprobs.append([float(per_token[i][t].logprob) for i, t in enumerate(tokens)] if per_token else None)
-        self.last_logprobs = logprobs
-        return results
+            logprobs = None
+            if want_logprobs and sample.logprobs:
+                logprobs = [float(step[t].logprob) for step, t in zip(sample.logprobs, tokens)]
+            completions.append(Completion(tokens=tokens, logprobs=logprobs))
+        return completions

@@ -9,7 +9,6 @@ import os
 import pytest
 
 from trainer import bench_train
-from trainer.tokens import TemplateError
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ASSETS = os.path.join(REPO_ROOT, "bench", "assets", "qwen3-tokenizer")
@@ -28,13 +27,7 @@ def test_tracked_tokenizer_is_the_npm_packages():
         assert a.read() == b.read()
 
 
-@pytest.mark.parametrize("tokenizer", [
-    "tiny",
-    # The stock Qwen3 template drops earlier <think> blocks when a turn is appended: rendering it as
-    # appendable is issue #10's tokens.py work; until that is merged this case fails in tokens.py.
-    pytest.param("qwen3", marks=pytest.mark.xfail(raises=TemplateError, strict=False,
-                                                  reason="stock Qwen3 template: needs issue #10's tokens.py")),
-])
+@pytest.mark.parametrize("tokenizer", ["tiny", "qwen3"])  # qwen3: the stock template, as on the device
 def test_benchmark_reports_every_figure(tokenizer):
     chosen = ["--tokenizer-xz", ASSETS] if tokenizer == "qwen3" else []
     args = bench_train.parse_args(["--shape", "tiny", *chosen, "--steps", "2", "--prompts", "1",

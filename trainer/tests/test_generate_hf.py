@@ -38,11 +38,11 @@ def test_sub_batches_respect_the_token_budget_and_match_one_batch_greedy(policy)
     prompts = _prompts(tokenizer)
     budgets = [6, 3, 8, 5, 8, 2, 7]
     one = _generator(policy, token_budget=100_000, greedy=True)
-    whole = one.generate(prompts, budgets)
+    whole = [c.tokens for c in one.generate(prompts, budgets)]
     assert len(one.generate_calls) == 1
     budget = 2 * (max(len(p) for p in prompts) + max(budgets))  # about two rows per call
     split = _generator(policy, token_budget=budget, greedy=True)
-    assert split.generate(prompts, budgets) == whole
+    assert [c.tokens for c in split.generate(prompts, budgets)] == whole
     assert len(split.generate_calls) >= 3
     assert all(call.kv_tokens <= budget for call in split.generate_calls)
     assert sum(call.rows for call in split.generate_calls) == len(prompts)
@@ -54,13 +54,14 @@ def test_sampling_follows_the_rollout_key_not_the_batch(policy):
     prompts = _prompts(tokenizer, 4) * 2  # rows 4..7 repeat rows 0..3
     budgets = [8] * len(prompts)
     keys = [(11, i, 0) for i in range(len(prompts))]
-    together = _generator(policy, token_budget=100_000).generate(prompts, budgets, keys)
-    alone = [_generator(policy, token_budget=100_000).generate([p], [b], [k])[0]
+    tokens = lambda completions: [c.tokens for c in completions]  # noqa: E731
+    together = tokens(_generator(policy, token_budget=100_000).generate(prompts, budgets, keys))
+    alone = [tokens(_generator(policy, token_budget=100_000).generate([p], [b], [k]))[0]
              for p, b, k in zip(prompts, budgets, keys)]
     assert together == alone
     # Same prompt, different key: different samples (so a group is not G copies).
     assert together[:4] != together[4:]
-    again = _generator(policy, token_budget=100_000).generate(prompts, budgets, keys)
+    again = tokens(_generator(policy, token_budget=100_000).generate(prompts, budgets, keys))
     assert again == together
 
 
@@ -70,11 +71,11 @@ def test_sampler_log_probs_are_the_trainers_log_probs(policy):
     model, tokenizer, device = policy
     generator = _generator(policy)
     prompts = _prompts(tokenizer, 3)
-    tokens = generator.generate(prompts, [5, 5, 5], [(1, i, 0) for i in range(3)])
-    assert [len(lp) for lp in generator.last_logprobs] == [len(t) for t in tokens]
+    completions = generator.generate(prompts, [5, 5, 5], [(1, i, 0) for i in range(3)])
+    assert [len(c.logprobs) for c in completions] == [len(c.tokens) for c in completions]
     model.eval()
     with torch.no_grad():
-        for prompt, sampled, sampler in zip(prompts, tokens, generator.last_logprobs):
+        for prompt, sampled, sampler in ((p, c.tokens, c.logprobs) for p, c in zip(prompts, completions)):
             ids = torch.tensor([prompt + sampled])
             mask = torch.tensor([[0] * len(prompt) + [1] * len(sampled)], dtype=torch.float32)
             trainer = token_logprobs(model, ids, torch.ones_like(ids), mask)[0, len(prompt):]
