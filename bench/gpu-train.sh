@@ -11,8 +11,8 @@
 #   bench/gpu-train.sh --cpu-dry-run   # tiny shape on CPU (what `npm run bench -- train` runs)
 #
 # Knobs (environment): BENCH_STEPS (3 for 0.6B, 2 for 4B), BENCH_PROMPTS_06B (8 prompts x 8 = 64 rollouts),
-# BENCH_PROMPTS_4B (4), BENCH_TURN_TOKENS (256), BENCH_MEAN_TURN_TOKENS (a quarter of it: the random model
-# ends its turns after about that many tokens, random_model.end_turns_after), BENCH_GENERATOR (auto: vLLM when it imports on a GPU, else HF;
+# BENCH_PROMPTS_4B (4), BENCH_TURN_TOKENS (256), BENCH_MEAN_TURN_TOKENS (the random model's end-of-turn
+# calibration, random_model.end_turns_after; default: sampled turns of about half the cap), BENCH_GENERATOR (auto: vLLM when it imports on a GPU, else HF;
 # the line says which and why), BENCH_SHAPES (e.g. "qwen3-0.6b").
 set -euo pipefail
 
@@ -38,7 +38,7 @@ if [ "$MODE" = cpu ]; then
   exec env OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m trainer.bench_train --shape tiny \
     --tokenizer-xz "$ROOT/bench/assets/qwen3-tokenizer" \
     --steps "${BENCH_STEPS:-3}" --prompts 1 --turn-tokens "${BENCH_TURN_TOKENS:-12}" --observation-chars 40 \
-    --generator "${BENCH_GENERATOR:-auto}"
+    --generator "${BENCH_GENERATOR:-auto}" ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"}
 fi
 
 if ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

@@ -118,6 +118,27 @@ class Probe:
         return probed
 
 
+def end_of_turn_calibration(tokenizer_dir, shape: str, mean_turn: float, top_k: int = 50) -> float:
+    """end_turns_after's `mean_turn_tokens` for sampled turns of about `mean_turn` tokens.
+
+    end_turns_after sets P(<|im_end|>) = p on the full distribution of a random
+    model, whose other V - 1 tokens are near-uniform. Top-k (CodeGrep App. A.4:
+    50) keeps <|im_end|> and k - 1 of them, so the sampler ends a turn with
+    p / (p + (k - 1)(1 - p) / V); that is 1 / mean_turn for
+    p ~ (k - 1) / (V (mean_turn - 1)). (Top-p 0.9 then drops little: the kept
+    tokens are about equally likely.)
+    """
+    if tokenizer_dir is None:
+        from .random_model import write_tiny_tokenizer
+        vocab = len(write_tiny_tokenizer(tempfile.mkdtemp(prefix="codegrep-vocab-")))
+    else:
+        from transformers import AutoTokenizer
+        vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
+    if shape != "tiny":
+        vocab = max(vocab, 151936)  # random_model keeps the real embedding size for these shapes
+    return vocab * max(mean_turn - 1, 1.0) / (top_k - 1)
+
+
 def model_counts(model) -> dict:
     """Matmul parameters of the transformer body (LoRA excluded), LM head size, attention width."""
     base = model.get_base_model()
@@ -183,8 +204,9 @@ def _run(args, device, dtype, work: str) -> dict:
         tokenizer_dir = unpack_tokenizer(args.tokenizer_xz, os.path.join(work, "tokenizer"))
     made = time.perf_counter()
     # A random model never samples <|im_end|> by chance, and a turn cut by its cap ends the rollout:
-    # make it end its turns after about a quarter of the cap (random_model.end_turns_after).
-    mean_turn_tokens = args.mean_turn_tokens or max(2.0, args.turn_tokens / 4)
+    # make it end its turns (random_model.end_turns_after) after about half the cap.
+    mean_turn_tokens = args.mean_turn_tokens or end_of_turn_calibration(tokenizer_dir, args.shape,
+                                                                        args.turn_tokens / 2)
     model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
                                    mean_turn_tokens=mean_turn_tokens, device=device.type,
                                    dtype="bfloat16" if device.type == "cuda" else "float32")
@@ -308,7 +330,7 @@ def parse_args(argv):
     parser.add_argument("--prompts", type=int, default=1, help="prompts per step; rollouts = prompts x 8")
     parser.add_argument("--turn-tokens", type=int, default=8, help="generated tokens per turn (cap)")
     parser.add_argument("--mean-turn-tokens", type=float, default=None,
-                        help="the random model ends a turn after about this many tokens (default: turn-tokens / 4)")
+                        help="end_turns_after calibration of the random model (default: turns of ~half the cap)")
     parser.add_argument("--observation-chars", type=int, default=40, help="characters per scripted tool result")
     parser.add_argument("--max-seq-len", type=int, default=16384)
     parser.add_argument("--micro-batch-tokens", type=int, default=32768)
