@@ -34,7 +34,9 @@ def test_benchmark_reports_every_figure(tokenizer):
                                    "--turn-tokens", "4", "--observation-chars", "40", "--generator", "auto"])
     result = bench_train.run(args)
     assert result["generator"] == "hf" and result["generator_reason"].startswith("auto: no CUDA device")
-    assert result["rollouts_per_step"] == 8 and result["turns_mean"] == 4  # group 8, 4 turns
+    assert result["rollouts_per_step"] == 8  # group 8
+    # Several turns of several tokens each (the random model ends its turns; at most 4 turns).
+    assert 1.5 < result["turns_mean"] <= 4 and result["completion_len_mean"] > 1.5 * result["turns_mean"]
     for key in ("rollout_tokens_per_s", "plain_generate_tokens_per_s", "update_tokens_per_s",
                 "matmul_tflops_measured", "update_mfu", "generation_mfu", "peak_memory_gb", "rollout_time_s",
                 "reference_time_s", "update_time_s", "checkpoint_time_s"):
