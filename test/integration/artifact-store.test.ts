@@ -1,11 +1,14 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import * as arrow from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashConfig, readManifest, readParquetObjects, sha256File, writeParquetArtifact } from '../../lib/artifacts';
 import {
+  ArtifactStoreError,
   checkStoredArtifact,
   localCopy,
   localPathForRef,
@@ -182,4 +185,48 @@ describe('store error paths are named errors', () => {
     await expect(down.putBytes('a.json', '{}')).rejects.toBeInstanceOf(StoreUnreachableError);
     await expect(down.list('')).rejects.toThrow(/nothing answers at http:\/\/127\.0\.0\.1:1/);
   });
+});
+
+describe('atomic writes survive a crash of the store mid-upload', () => {
+  it('a store killed during an upload keeps the old object whole, and no temporary object shows', async () => {
+    const dir = path.join(work, 'weed-crash');
+    const first = await startSeaweedS3(dir);
+    let second: SeaweedS3 | undefined;
+    try {
+      await first.createBucket('crash-test');
+      const settings = (server: SeaweedS3): S3StoreSettings => ({ ...s3, endpoint: server.endpoint, maxAttempts: 1, partSizeBytes: 5 * 1024 * 1024 });
+      const store = openArtifactStore('s3://crash-test/run', settings(first));
+      await store.putBytes('model/weights.bin', 'the old weights\n');
+      // The new bytes come through a FIFO, so the upload is provably in flight when the store dies.
+      const fifo = path.join(work, 'upload.fifo');
+      execFileSync('mkfifo', [fifo]);
+      const upload = store.putFile('model/weights.bin', fifo).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      const writer = createWriteStream(fifo);
+      for (let i = 0; i < 12; i++) writer.write(randomBytes(1024 * 1024)); // two parts' worth and more
+      await new Promise((r) => setTimeout(r, 3_000));
+      await first.stop(); // SIGTERM, then SIGKILL after 10 s: the store is gone mid-upload
+      // More bytes make the upload send its next part to the dead store (not awaited: once the upload gives up,
+      // nobody reads the FIFO any more).
+      writer.on('error', () => undefined);
+      for (let i = 0; i < 12; i++) writer.write(randomBytes(1024 * 1024));
+      writer.end();
+      const failure = await Promise.race([upload, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))]);
+      writer.destroy();
+      expect(failure, 'the upload should fail when its store dies').toBeInstanceOf(ArtifactStoreError);
+      mkdirSync(dir, { recursive: true });
+      second = await startSeaweedS3(dir); // the same data directory, new ports
+      const after = openArtifactStore('s3://crash-test/run', settings(second));
+      expect((await after.getBytes('model/weights.bin'))!.toString()).toBe('the old weights\n');
+      // Every object in the bucket, seen raw (the store's own list hides in-flight temporary keys).
+      const raw = new S3Client({ endpoint: second.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3.credentials! });
+      const listed = await raw.send(new ListObjectsV2Command({ Bucket: 'crash-test' }));
+      expect((listed.Contents ?? []).map((o) => o.Key)).toEqual(['run/model/weights.bin']);
+    } finally {
+      await first.stop();
+      await second?.stop();
+    }
+  }, 180_000);
 });
