@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import * as arrow from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashConfig, readManifest, readParquetObjects, sha256File, writeParquetArtifact } from '../../lib/artifacts';
+import { hashConfig, readManifest, readParquetObjects, readRows, sha256File, writeParquetArtifact } from '../../lib/artifacts';
 import {
   ArtifactStoreError,
   checkStoredArtifact,
@@ -41,7 +41,7 @@ beforeAll(async () => {
   await weed.createBucket(BUCKET);
   s3 = { endpoint: weed.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: weed.accessKeyId, secretAccessKey: weed.secretAccessKey }, maxAttempts: 2 };
   // localPathForRef opens s3:// URIs with the standard AWS environment variables, as a worker does.
-  Object.assign(process.env, weed.env);
+  Object.assign(process.env, weed.env, { CODEGREP_ARTIFACT_CACHE: path.join(work, 'default-node-cache') });
 }, 180_000);
 
 afterAll(async () => {
@@ -127,6 +127,11 @@ for (const scheme of ['s3', 'file'] as const) {
       // The artifact read back through the ref on a node that never had it: a node-local copy by sha256.
       const rows = await readParquetObjects(await localPathForRef(stored, path.join(work, `${scheme}-node-cache`)));
       expect(rows.map((r) => r.id)).toEqual(['a', 'b']);
+      // The readers take the store URI itself (readRows is what the stages read samples with).
+      expect((await readParquetObjects(stored.uri)).map((r) => r.id)).toEqual(['a', 'b']);
+      const streamed: unknown[] = [];
+      for await (const record of readRows(stored.uri)) streamed.push('row' in record ? (record.row as { id: string }).id : record.error);
+      expect(streamed).toEqual(['a', 'b']);
       await store.putBytes('run/env/samples.parquet', 'tampered');
       const tampered = await checkStoredArtifact(store, 'run/env/samples.parquet', expectation);
       expect(tampered).toEqual({ hit: false, reason: `${store.uriOf('run/env/samples.parquet')} no longer matches its manifest's sha256` });

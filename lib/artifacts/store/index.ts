@@ -9,7 +9,7 @@ import { manifestPathFor } from '../manifest';
 import { openFileStore } from './file-store';
 import { openS3Store, s3SettingsFromEnv, type S3StoreSettings } from './s3-store';
 import { parseStoreUri, type ArtifactStore } from './store';
-import { StoreIntegrityError } from './errors';
+import { StoreIntegrityError, StoreObjectNotFoundError } from './errors';
 
 export * from './errors';
 export { parseStoreUri, fileStoreUri, type ArtifactStore, type StoredObject, type WriteResult, type StoreLocation } from './store';
@@ -71,14 +71,20 @@ export function defaultLocalCacheDir(env: NodeJS.ProcessEnv = process.env): stri
   return path.resolve(env.CODEGREP_ARTIFACT_CACHE || path.join(os.homedir(), '.cache', 'codegrep', 'artifacts'));
 }
 
+/** `<cacheDir>/sha256/<ab>/<sha256><ext>`: the key's extension is kept, readers pick the format by it. */
+function cachedPath(cacheDir: string, sha256: string, key: string): string {
+  const ext = path.extname(key).toLowerCase();
+  return path.join(cacheDir, 'sha256', sha256.slice(0, 2), `${sha256}${/^\.[a-z0-9]{1,10}$/.test(ext) ? ext : ''}`);
+}
+
 /**
- * A node-local copy of a stored object, in a cache keyed by sha256 (`<cacheDir>/sha256/<ab>/<sha256>`): a second
- * read of the same bytes, under any URI, downloads nothing. The download is streamed into place atomically and
+ * A node-local copy of a stored object, in a cache keyed by sha256 (`<cacheDir>/sha256/<ab>/<sha256><ext>`): a
+ * second read of the same bytes, under any URI with the same extension, downloads nothing. The download is streamed into place atomically and
  * verified against `sha256`.
  */
 export async function localCopy(store: ArtifactStore, key: string, sha256: string, cacheDir = defaultLocalCacheDir()): Promise<{ path: string; downloaded: boolean }> {
   if (!/^[0-9a-f]{64}$/.test(sha256)) throw new TypeError(`localCopy ${store.uriOf(key)}: "${sha256}" is not a sha256`);
-  const file = path.join(cacheDir, 'sha256', sha256.slice(0, 2), sha256);
+  const file = cachedPath(cacheDir, sha256, key);
   try {
     if ((await stat(file)).isFile()) return { path: file, downloaded: false };
   } catch {
@@ -92,6 +98,31 @@ export async function localCopy(store: ArtifactStore, key: string, sha256: strin
     throw new StoreIntegrityError(store.uriOf(key), `artifact store: ${store.uriOf(key)} has sha256 ${got.sha256}, but its ref says ${sha256}`);
   }
   return { path: file, downloaded: true };
+}
+
+/**
+ * The local path to read the object a URI names: a `file://` URI's or plain path's own path; for `s3://` a
+ * node-local copy in the sha256-keyed cache, by the sha256 recorded when the object was written (an object
+ * written by another tool, without one, is downloaded and hashed). Every row reader (readRows,
+ * readParquetTable) goes through this, so an ArtifactRef whose uri is `s3://…` reads on any node.
+ */
+export async function localPathForUri(uri: string, cacheDir = defaultLocalCacheDir()): Promise<string> {
+  const location = parseStoreUri(uri);
+  if (location.kind === 'file') return location.dir;
+  const slash = location.prefix.lastIndexOf('/');
+  const store = openS3Store(location.bucket, slash === -1 ? '' : location.prefix.slice(0, slash));
+  const key = slash === -1 ? location.prefix : location.prefix.slice(slash + 1);
+  const head = await store.head(key);
+  if (!head) throw new StoreObjectNotFoundError(uri, `artifact store: ${uri} does not exist`);
+  if (head.sha256 !== null) return (await localCopy(store, key, head.sha256, cacheDir)).path;
+  const { rename } = await import('node:fs/promises');
+  await mkdir(path.join(cacheDir, 'incoming'), { recursive: true });
+  const incoming = path.join(cacheDir, 'incoming', `${process.pid}-${Date.now()}-${Math.random().toString(16).slice(2)}`);
+  const got = await store.getFile(key, incoming);
+  const file = cachedPath(cacheDir, got.sha256, key);
+  await mkdir(path.dirname(file), { recursive: true });
+  await rename(incoming, file);
+  return file;
 }
 
 /**
