@@ -239,16 +239,36 @@ async function viewDirectory(absolute: string, relative: string): Promise<ToolRe
   return clip(`${header}\n${entries.join('\n')}${footer}\n`);
 }
 
-/** Line numbers (1-based) where each non-overlapping occurrence of `needle` starts. */
-function occurrenceLines(text: string, needle: string): number[] {
+/** Line numbers listed in a "multiple occurrences" refusal; the rest are counted. */
+const MAX_LISTED_OCCURRENCES = 20;
+/** Characters of old_str echoed in a refusal. */
+const MAX_ECHOED_CHARS = 200;
+
+function echo(text: string): string {
+  return text.length <= MAX_ECHOED_CHARS ? text : `${text.slice(0, MAX_ECHOED_CHARS)}…[${text.length - MAX_ECHOED_CHARS} more characters]`;
+}
+
+/**
+ * Where the non-overlapping occurrences of `needle` start: their count, the offset of the first, and the
+ * line numbers (1-based) of the first MAX_LISTED_OCCURRENCES. One pass: newlines are counted only between
+ * consecutive occurrences, so the cost is linear in the file, however many matches there are.
+ */
+function findOccurrences(text: string, needle: string): { count: number; firstAt: number; lines: number[] } {
   const lines: number[] = [];
-  let from = 0;
-  for (;;) {
-    const at = text.indexOf(needle, from);
-    if (at === -1) return lines;
-    lines.push(text.slice(0, at).split('\n').length);
-    from = at + needle.length;
+  let count = 0;
+  let firstAt = -1;
+  let line = 1;
+  let counted = 0; // newlines are counted in text[0, counted)
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+    count += 1;
+    if (firstAt === -1) firstAt = at;
+    if (lines.length < MAX_LISTED_OCCURRENCES) {
+      for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < at; nl = text.indexOf('\n', nl + 1)) line += 1;
+      counted = at;
+      lines.push(line);
+    }
   }
+  return { count, firstAt, lines };
 }
 
 async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
@@ -259,19 +279,20 @@ async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
   const loaded = await loadTextFile(root, args.path, true);
   if (!loaded.ok) return loaded.result;
   const shown = displayPath(loaded.relative);
-  const found = occurrenceLines(loaded.text, oldStr);
-  if (found.length === 0) return errorResult(`No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in ${shown}.`);
-  if (found.length > 1) {
-    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${found.join(', ')}]. Please ensure it is unique.`);
+  const found = findOccurrences(loaded.text, oldStr);
+  if (found.count === 0) return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
+  if (found.count > 1) {
+    const more = found.count > found.lines.length ? `, … (${found.count} occurrences in all)` : '';
+    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`);
   }
-  const at = loaded.text.indexOf(oldStr);
+  const at = found.firstAt;
   const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
   try {
     await writeExisting(loaded.absolute, updated);
   } catch (error) {
     return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
-  const firstLine = found[0]!;
+  const firstLine = found.lines[0]!;
   const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
   const { lines } = splitLines(updated);
   return clip(`The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`);
