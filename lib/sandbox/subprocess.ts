@@ -1,17 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { SANDBOX_LIMITS } from './limits';
-import { sandboxEnv } from './executables';
-import { subprocessSlots, type Semaphore } from './semaphore';
+import { findExecutable, sandboxEnv } from './executables';
+import { PermitWaitError, subprocessSlots, type Semaphore } from './semaphore';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
   executable: string;
   args: string[];
+  /** The program's name as the model wrote it (the terminal's allowlisted programs). */
+  program?: string;
 }
 
 export interface PipelineOptions {
   cwd: string;
+  /** The whole budget, counted from the call: the wait for subprocess slots is part of it. */
   timeoutMs: number;
   /** Called with each chunk of the last stage's stdout; return 'enough' to stop the pipeline early. */
   onStdout: (chunk: Buffer) => 'more' | 'enough';
@@ -27,6 +30,8 @@ export interface StageOutcome {
   stderr: string;
   /** Set when the program could not be started (e.g. ENOENT). */
   spawnError?: string;
+  /** The program hit its resource limit (address space or CPU time; see limitedStage). */
+  limitExceeded?: 'memory' | 'cpu';
 }
 
 export interface PipelineOutcome {
@@ -39,6 +44,46 @@ export interface PipelineOutcome {
   aborted: boolean;
   /** Milliseconds from the first spawn to the last exit (queueing for a slot not included). */
   elapsedMs: number;
+  /** The deadline or abort came while still waiting for subprocess slots: nothing was started. */
+  waitedForSlots?: boolean;
+}
+
+/** What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime). */
+const OUT_OF_MEMORY = /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit/i;
+
+/** A stage that ran into its limit, judged from how it ended. */
+export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {
+  if (outcome.signal === 'SIGXCPU') return 'cpu';
+  if (outcome.exitCode !== 0 && OUT_OF_MEMORY.test(outcome.stderr)) return 'memory';
+  return undefined;
+}
+
+/** A short sentence for the model about a stage that hit its limit. */
+export function describeLimit(kind: 'memory' | 'cpu'): string {
+  return kind === 'memory'
+    ? `limit exceeded: the program ran out of its ${SANDBOX_LIMITS.childAddressSpaceBytes / 1024 ** 2} MiB memory limit and was stopped; use a simpler pattern or a smaller file`
+    : `limit exceeded: the program used its ${SANDBOX_LIMITS.childCpuSeconds} s of CPU time and was stopped; use a simpler pattern or a narrower path`;
+}
+
+/**
+ * The stage run under its resource limits: address space (which bounds memory, threads' stacks included),
+ * CPU seconds (SIGXCPU at the soft limit, SIGKILL one second later), no core dumps and no file writes
+ * (RLIMIT_FSIZE 0: every sandboxed program only writes to pipes). prlimit (util-linux) sets them and execs
+ * the program, so the process and its group are the program's; where prlimit is missing, sh's `ulimit`
+ * does the same before `exec` (the program and its arguments are passed as "$0" "$@", never parsed).
+ */
+export function limitedStage(stage: Stage): Stage {
+  const limits = SANDBOX_LIMITS;
+  const prlimit = findExecutable('prlimit');
+  if (prlimit) {
+    return {
+      executable: prlimit,
+      args: [`--as=${limits.childAddressSpaceBytes}`, `--cpu=${limits.childCpuSeconds}:${limits.childCpuSeconds + 1}`, '--core=0', '--fsize=0', '--', stage.executable, ...stage.args],
+    };
+  }
+  const sh = findExecutable('sh') ?? '/bin/sh';
+  const script = `ulimit -v ${limits.childAddressSpaceBytes / 1024} && ulimit -t ${limits.childCpuSeconds} && ulimit -c 0 && ulimit -f 0 && exec "$0" "$@"`;
+  return { executable: sh, args: ['-c', script, stage.executable, ...stage.args] };
 }
 
 function killGroup(child: ChildProcess): void {
@@ -73,7 +118,14 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     return empty();
   }
 
-  const release = await slots.acquire(Math.min(stages.length, slots.capacity));
+  const deadline = Date.now() + options.timeoutMs;
+  let release: () => void;
+  try {
+    release = await slots.acquire(Math.min(stages.length, slots.capacity), { deadline, ...(options.signal ? { signal: options.signal } : {}) });
+  } catch (error) {
+    if (!(error instanceof PermitWaitError)) throw error;
+    return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };
+  }
   const started = Date.now();
   const children: ChildProcess[] = [];
   let timedOut = false;
@@ -89,7 +141,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const env = sandboxEnv();
     let previousStdout: Readable | null = null;
     for (let i = 0; i < stages.length; i++) {
-      const stage = stages[i]!;
+      const stage = limitedStage(stages[i]!);
       const isLast = i === stages.length - 1;
       let child: ChildProcess;
       try {
@@ -131,6 +183,8 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
           child.on('close', (code, signal) => {
             outcome.exitCode = code;
             outcome.signal = signal;
+            const limit = limitHit(outcome);
+            if (limit) outcome.limitExceeded = limit;
             resolve();
           });
         }),
@@ -148,7 +202,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const timer = setTimeout(() => {
       timedOut = true;
       killAll();
-    }, options.timeoutMs);
+    }, Math.max(0, deadline - Date.now()));
     const onAbort = () => {
       aborted = true;
       killAll();

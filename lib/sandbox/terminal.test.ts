@@ -109,12 +109,12 @@ describe('terminal: the allowed programs work like a shell', () => {
 });
 
 describe('planCommand rebuilds every argument list', () => {
-  it('puts operands after -- and patterns in --regexp=, adding rg --no-config', async () => {
+  it('puts operands after -- and patterns in --regexp=, adding rg --no-config and the thread cap', async () => {
     const plan = await planCommand(fx.root, 'rg -in -A2 helper src -g "*.py"');
     expect(plan.ok).toBe(true);
     if (!plan.ok) return;
     expect(plan.stages[0]!.args).toEqual([
-      '--no-config', '--no-ignore-parent', '--no-ignore-global', '--ignore-case', '--line-number', '--after-context=2',
+      '--no-config', '--no-ignore-parent', '--no-ignore-global', '--threads=4', '--ignore-case', '--line-number', '--after-context=2',
       '--glob=*.py', '--regexp=helper', '--', 'src',
     ]);
     expect(path.isAbsolute(plan.stages[0]!.executable)).toBe(true);
