@@ -49,7 +49,7 @@ export interface PipelineOutcome {
 }
 
 /** What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime). */
-const OUT_OF_MEMORY = /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit/i;
+const OUT_OF_MEMORY = /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit|failed to spawn (?:scoped )?thread/i;
 
 /** A stage that ran into its limit, judged from how it ended. */
 export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {

@@ -1,3 +1,4 @@
+import { sniffBinary } from './binary-file';
 import { SANDBOX_LIMITS } from './limits';
 import { asOperand, guardPath } from './paths';
 import { regexLimitProblem } from './regex-limits';
@@ -233,6 +234,16 @@ async function prepareSed(words: string[], ctx: GuardContext): Promise<Prepared>
   }
   const paths = await pathOperands(ctx, 'sed', operands);
   if (!paths.ok) return paths;
+  // sed holds a whole line in memory: a binary or sparse file can be one gigabyte-long line, which under
+  // the address-space limit makes sed stop silently with no output. Refuse it up front, clearly.
+  for (const operand of paths.args) {
+    if (operand === '-') continue;
+    const guarded = await guardPath(ctx.root, operand);
+    if (guarded.ok && guarded.kind === 'file') {
+      const sniff = await sniffBinary(guarded.absolute);
+      if (sniff.binary) return { ok: false, message: `sed: ${JSON.stringify(operand)} is a binary file (${sniff.reason}); sed shows text files only` };
+    }
+  }
   return { ok: true, args: ['-n', '-e', scripts[0]!.replace(/\s+/g, ''), '--', ...paths.args] };
 }
 
