@@ -163,6 +163,11 @@ export async function guardPath(rootPath: string, userPath: string): Promise<Gua
     return { ok: false, message: `path ${show(userPath)} cannot be resolved (${code})` };
   }
   if (!isInside(root.root, real)) return outwardRefusal(userPath);
+  // A worktree's `.git` file names the bare clone's directory (outside the root); a `.git` directory holds
+  // config and hooks. Neither is repository content: no tool shows them.
+  if (hasGitComponent(path.relative(root.root, real))) {
+    return { ok: false, message: `path ${show(userPath)} is inside .git; git's control data is not shown` };
+  }
   try {
     const stat = await fs.stat(real);
     const kind: PathKind = stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : 'other';

@@ -215,10 +215,13 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
   const prefix = program === 'rg'
     ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
     : [];
+  // `.git` is never searched (its file names the bare clone outside the root): after the model's own
+  // globs, so none of them can re-include it.
+  const gitExclusion = program === 'rg' ? ['--glob=!.git'] : ['--exclude-dir=.git', '--exclude=.git'];
   return {
     ok: true,
     // A positional pattern becomes --regexp=PATTERN: one word that no parser can read as a flag.
-    args: [...prefix, ...emitOptions(parsed.options), ...patterns.map((p) => `--regexp=${p}`), '--', ...paths.args],
+    args: [...prefix, ...emitOptions(parsed.options), ...gitExclusion, ...patterns.map((p) => `--regexp=${p}`), '--', ...paths.args],
   };
 }
 

@@ -115,7 +115,7 @@ describe('planCommand rebuilds every argument list', () => {
     if (!plan.ok) return;
     expect(plan.stages[0]!.args).toEqual([
       '--no-config', '--no-ignore-parent', '--no-ignore-global', '--threads=4', '--ignore-case', '--line-number', '--after-context=2',
-      '--glob=*.py', '--regexp=helper', '--', 'src',
+      '--glob=*.py', '--glob=!.git', '--regexp=helper', '--', 'src',
     ]);
     expect(path.isAbsolute(plan.stages[0]!.executable)).toBe(true);
   });
@@ -125,7 +125,7 @@ describe('planCommand rebuilds every argument list', () => {
     expect(plan.ok && plan.stages.map((s) => s.args)).toEqual([
       ['-n', '-e', '1,5p', '--', 'src/app.py'],
       ['--lines=3', '--'],
-      ['--invert-match', '--regexp=x', '--'],
+      ['--invert-match', '--exclude-dir=.git', '--exclude=.git', '--regexp=x', '--'],
     ]);
     const find = await planCommand(fx.root, 'find -- -e -name x');
     expect(find.ok).toBe(false);
