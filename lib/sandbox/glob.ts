@@ -125,6 +125,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
     cwd: canonical.root,
     timeoutMs,
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout: (chunk) => listing.push(chunk),
   });
   const outcome = run.stages[0]!;
@@ -139,7 +140,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   });
   if (run.aborted) return errorResult('glob was cancelled', fitted.output);
   if (run.timedOut && run.waitedForSlots) return errorResult(`glob ${slotWaitTimeout(timeoutMs)}`);
-  if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded)}`, fitted.output);
+  if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
     return errorResult(`glob timed out after ${seconds(timeoutMs)} and was stopped; the list above is partial`, fitted.output);
   }

@@ -161,6 +161,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     cwd: scope.root,
     timeoutMs,
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout,
   });
   if (!splitter.done) splitter.end();
@@ -181,7 +182,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
 
   if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);
   if (run.timedOut && run.waitedForSlots) return errorResult(`grep ${slotWaitTimeout(timeoutMs)}`);
-  if (outcome.limitExceeded) return errorResult(`grep: ${describeLimit(outcome.limitExceeded)}`, fitOutput(body, notes).output);
+  if (outcome.limitExceeded) return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
   if (run.timedOut) {
     const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; the matches above are partial. Use a simpler pattern or a narrower path or glob.`;
     return errorResult(message, fitOutput(body, notes).output);

@@ -22,7 +22,19 @@ export interface PipelineOptions {
   stderrLimitBytes?: number;
   /** The concurrency limit to draw from; defaults to the process-wide one. */
   slots?: Semaphore;
+  /** Overrides of the per-program resource limits (tests use small ones to reach them quickly). */
+  resourceLimits?: Partial<ResourceLimits>;
 }
+
+export interface ResourceLimits {
+  addressSpaceBytes: number;
+  cpuSeconds: number;
+}
+
+const DEFAULT_RESOURCE_LIMITS: ResourceLimits = {
+  addressSpaceBytes: SANDBOX_LIMITS.childAddressSpaceBytes,
+  cpuSeconds: SANDBOX_LIMITS.childCpuSeconds,
+};
 
 export interface StageOutcome {
   exitCode: number | null;
@@ -59,10 +71,11 @@ export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {
 }
 
 /** A short sentence for the model about a stage that hit its limit. */
-export function describeLimit(kind: 'memory' | 'cpu'): string {
+export function describeLimit(kind: 'memory' | 'cpu', overrides: Partial<ResourceLimits> = {}): string {
+  const limits = { ...DEFAULT_RESOURCE_LIMITS, ...overrides };
   return kind === 'memory'
-    ? `limit exceeded: the program ran out of its ${SANDBOX_LIMITS.childAddressSpaceBytes / 1024 ** 2} MiB memory limit and was stopped; use a simpler pattern or a smaller file`
-    : `limit exceeded: the program used its ${SANDBOX_LIMITS.childCpuSeconds} s of CPU time and was stopped; use a simpler pattern or a narrower path`;
+    ? `limit exceeded: the program ran out of its ${limits.addressSpaceBytes / 1024 ** 2} MiB memory limit and was stopped; use a simpler pattern or a smaller file`
+    : `limit exceeded: the program used its ${limits.cpuSeconds} s of CPU time and was stopped; use a simpler pattern or a narrower path`;
 }
 
 /**
@@ -72,17 +85,16 @@ export function describeLimit(kind: 'memory' | 'cpu'): string {
  * the program, so the process and its group are the program's; where prlimit is missing, sh's `ulimit`
  * does the same before `exec` (the program and its arguments are passed as "$0" "$@", never parsed).
  */
-export function limitedStage(stage: Stage): Stage {
-  const limits = SANDBOX_LIMITS;
+export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESOURCE_LIMITS): Stage {
   const prlimit = findExecutable('prlimit');
   if (prlimit) {
     return {
       executable: prlimit,
-      args: [`--as=${limits.childAddressSpaceBytes}`, `--cpu=${limits.childCpuSeconds}:${limits.childCpuSeconds + 1}`, '--core=0', '--fsize=0', '--', stage.executable, ...stage.args],
+      args: [`--as=${limits.addressSpaceBytes}`, `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, '--core=0', '--fsize=0', '--', stage.executable, ...stage.args],
     };
   }
   const sh = findExecutable('sh') ?? '/bin/sh';
-  const script = `ulimit -v ${limits.childAddressSpaceBytes / 1024} && ulimit -t ${limits.childCpuSeconds} && ulimit -c 0 && ulimit -f 0 && exec "$0" "$@"`;
+  const script = `ulimit -v ${Math.floor(limits.addressSpaceBytes / 1024)} && ulimit -t ${limits.cpuSeconds} && ulimit -c 0 && ulimit -f 0 && exec "$0" "$@"`;
   return { executable: sh, args: ['-c', script, stage.executable, ...stage.args] };
 }
 
@@ -141,7 +153,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const env = sandboxEnv();
     let previousStdout: Readable | null = null;
     for (let i = 0; i < stages.length; i++) {
-      const stage = limitedStage(stages[i]!);
+      const stage = limitedStage(stages[i]!, { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits });
       const isLast = i === stages.length - 1;
       let child: ChildProcess;
       try {

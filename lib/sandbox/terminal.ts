@@ -95,6 +95,7 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
     cwd: plan.root,
     timeoutMs,
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout: (chunk) => {
       const room = limits.terminalStdoutBytes - stdoutBytes;
       chunks.push(chunk.subarray(0, Math.max(0, room)));
@@ -124,7 +125,7 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   if (run.aborted) return errorResult('terminal: the command was cancelled', fitted.output);
   if (run.timedOut && run.waitedForSlots) return errorResult(`terminal: ${slotWaitTimeout(timeoutMs)}`);
   const limited = run.stages.find((s) => s.limitExceeded);
-  if (limited) return errorResult(`terminal: ${describeLimit(limited.limitExceeded!)}`, fitted.output);
+  if (limited) return errorResult(`terminal: ${describeLimit(limited.limitExceeded!, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
     return errorResult(`terminal: the command timed out after ${seconds(timeoutMs)} and was killed; the output above is partial`, fitted.output);
   }

@@ -93,10 +93,28 @@ describe('finding 3: the address-space limit stops what gets past the checks', (
     expect(elapsed).toBeLessThan(15_000);
   });
 
-  it('the tools turn a limit hit into a clear message', async () => {
-    // A pattern the validator accepts but GNU grep cannot compile within 1 GiB: 1000 × 100 states per branch.
-    const result = await runTool(fx.root, 'terminal', { command: `grep -E '(a{1000}|b{100}|c{1}){1}' src/app.py` });
-    expect(['ok', 'error']).toContain(result.status);
-    if (result.status === 'error') expect(result.message).toMatch(/limit exceeded|exit code/);
+  it('a CPU-bound program (catastrophic backreferences) is stopped by its CPU limit with limitExceeded = cpu', async () => {
+    const executable = findExecutable('grep')!;
+    const started = Date.now();
+    const run = await runPipeline([{ executable, args: ['-E', '-e', '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$', '--', 'catastrophic.txt'] }], {
+      cwd: fx.root,
+      timeoutMs: 30_000,
+      onStdout: () => 'more',
+      resourceLimits: { cpuSeconds: 1 },
+    });
+    recordAttack('subprocess', 'CPU-bound regex past the validators', run.stages[0]!.limitExceeded === 'cpu' ? 'contained' : 'escaped');
+    expect(run.timedOut).toBe(false);
+    expect(run.stages[0]!.limitExceeded).toBe('cpu');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it.each(['terminal', 'grep'] as const)('the %s tool turns a limit hit into a clear "limit exceeded" error', async (tool) => {
+    const pattern = '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$';
+    const args = tool === 'terminal' ? { command: `grep -E '${pattern}' catastrophic.txt` } : { pattern, path: 'catastrophic.txt' };
+    const started = Date.now();
+    const result = await runTool(fx.root, tool, args, { engine: 'grep', timeoutMs: 30_000, resourceLimits: { cpuSeconds: 1 } });
+    recordAttack(tool, 'CPU-bound regex through the tool', result.status === 'error' ? 'contained' : 'escaped');
+    expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/limit exceeded: the program used its 1 s of CPU time/) });
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
