@@ -144,6 +144,8 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   let stoppedEarly = false;
   let aborted = false;
   const killAll = () => children.forEach(killGroup);
+  // Resolves once every started child has closed; the permits are released only then.
+  let allClosed: Promise<void> = Promise.resolve();
 
   try {
     if (options.signal?.aborted) {
@@ -177,7 +179,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       children.push(child);
     }
 
-    const finished = children.map(
+    const finished: Array<Promise<void>> = children.map(
       (child, i) =>
         new Promise<void>((resolve) => {
           const outcome = outcomes[i]!;
@@ -202,6 +204,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
         }),
     );
 
+    allClosed = Promise.all(finished).then(() => undefined);
     const last = children.length === stages.length ? children[children.length - 1] : undefined;
     last?.stdout?.on('data', (chunk: Buffer) => {
       if (stoppedEarly || timedOut || aborted) return;
@@ -215,20 +218,26 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       timedOut = true;
       killAll();
     }, Math.max(0, deadline - Date.now()));
+    // An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded
+    // machine can take a while to report) is awaited in the background, still holding the permits.
+    let answerAbort: () => void = () => undefined;
+    const abortAnswered = new Promise<void>((resolve) => (answerAbort = resolve));
     const onAbort = () => {
       aborted = true;
       killAll();
+      answerAbort();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
     try {
-      await Promise.all(finished);
+      await Promise.race([allClosed, abortAnswered]);
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     }
-    return { stages: outcomes, timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
+    return { stages: outcomes.map((o) => ({ ...o })), timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
   } finally {
     killAll();
-    release();
+    void allClosed.then(release);
   }
 }
