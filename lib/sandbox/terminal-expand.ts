@@ -59,12 +59,14 @@ async function insideRoot(root: string, candidate: string): Promise<boolean> {
  * when its realpath is inside the root, and a match whose realpath leaves the root (an outward symlink) is
  * left out, so no name outside the root is ever revealed. Relative words give root-relative paths; an
  * absolute word under the root gives absolute paths; an absolute word elsewhere is not expanded.
- * Returns null when the word stays literal; a string when the expansion is refused.
+ * Returns null when the word stays literal; a string when the expansion is refused (more than
+ * MAX_EXPANSION paths, or `deadline`, an epoch-ms time, passed).
  */
 export async function expandGlobWord(
   canonicalRoot: string,
   givenRoot: string,
   glob: string,
+  deadline = Infinity,
 ): Promise<string[] | null | { refused: string }> {
   const base = canonicalRoot;
   let prefix = '';
@@ -89,6 +91,10 @@ export async function expandGlobWord(
       const matcher = segmentMatcher(segment);
       const dotOk = unescape(segment).startsWith('.');
       for (const rel of current) {
+        // Expansion reads directories before anything runs: the command's deadline bounds it too.
+        if (Date.now() > deadline) {
+          return { refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead` };
+        }
         const dir = path.join(base, rel);
         if (!(await insideRoot(canonicalRoot, dir))) continue;
         let entries: string[];

@@ -28,7 +28,7 @@ export function redactLinkTargets(text: string): string {
 }
 
 /** Turns the model's command line into validated pipeline stages, or says why not. Runs nothing. */
-export async function planCommand(root: string, command: string): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
+export async function planCommand(root: string, command: string, deadline = Infinity): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
   if (command.length > SANDBOX_LIMITS.maxCommandChars) {
     return { ok: false, message: `the command is longer than ${SANDBOX_LIMITS.maxCommandChars} characters` };
   }
@@ -53,7 +53,7 @@ export async function planCommand(root: string, command: string): Promise<{ ok: 
         args.push(word.text);
         continue;
       }
-      const expanded = await expandGlobWord(canonical.root, root, word.glob);
+      const expanded = await expandGlobWord(canonical.root, root, word.glob, deadline);
       if (expanded === null) args.push(word.text);
       else if (Array.isArray(expanded)) args.push(...expanded);
       else return { ok: false, message: expanded.refused };
@@ -84,16 +84,18 @@ export async function terminal(root: string, args: TerminalArgs, options: Sandbo
 
 async function terminalUnsafe(root: string, args: TerminalArgs, options: SandboxOptions): Promise<ToolResult> {
   if (typeof args.command !== 'string' || args.command.trim() === '') return refused('the command is empty');
-  const plan = await planCommand(root, args.command);
+  const limits = SANDBOX_LIMITS;
+  const timeoutMs = options.timeoutMs ?? limits.terminalTimeoutMs;
+  // One deadline for the whole call: glob expansion, the wait for permits and the run itself.
+  const deadline = Date.now() + timeoutMs;
+  const plan = await planCommand(root, args.command, deadline);
   if (!plan.ok) return refused(plan.message);
 
-  const limits = SANDBOX_LIMITS;
   const chunks: Buffer[] = [];
   let stdoutBytes = 0;
-  const timeoutMs = options.timeoutMs ?? limits.terminalTimeoutMs;
   const run = await runPipeline(plan.stages, {
     cwd: plan.root,
-    timeoutMs,
+    timeoutMs: Math.max(1, deadline - Date.now()),
     signal: options.signal,
     ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout: (chunk) => {

@@ -130,3 +130,15 @@ describe('finding 2: str_replace is linear with capped messages', () => {
     expect(ms).toBeLessThan(BUDGET_MS * 5);
   });
 });
+
+describe('finding 2/4: glob expansion is bounded by the command deadline', () => {
+  it('a deep */*/*/… expansion over a wide tree stops at the deadline with a clear refusal', async () => {
+    const wide = path.join(root, 'wide');
+    for (let a = 0; a < 30; a++) for (let b = 0; b < 30; b++) await fs.mkdir(path.join(wide, `a${a}`, `b${b}`), { recursive: true });
+    const started = Date.now();
+    const result = await expandGlobWord(root, root, 'wide/*/*/*Z', Date.now() + 5);
+    recordAttack('terminal', 'deep glob expansion past the deadline', typeof result === 'object' && result !== null && 'refused' in result ? 'refused' : 'escaped');
+    expect(result).toMatchObject({ refused: expect.stringMatching(/took longer than the command's time limit/) });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
