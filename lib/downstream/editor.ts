@@ -17,8 +17,10 @@ import { displayPath, errorResult } from '../sandbox/tool-result';
  *
  * Every path goes through lib/sandbox's path guard (resolved against the worktree root, canonicalised with
  * realpath, refused when it leaves the root — `..`, outside absolute paths, symlinks pointing out) and the
- * write goes to the canonical path, so no edit can land outside the worktree. `.git` is refused: rewriting
- * the worktree's `.git` file would point git at another repository. Files are edited as exact text (no tab
+ * write goes to the canonical path, so no edit can land outside the worktree. Writes are checked before
+ * anything is written by guardWritePath: no `.git` component anywhere in the path (a write there is code
+ * execution: core.fsmonitor, hooks, a nested repository), no symlink at any level, no hard-linked file.
+ * Files are edited as exact text (no tab
  * expansion, line endings kept); binary, non-UTF-8 and oversized files are refused, never rewritten.
  * Never throws: every refusal is an error observation for the model.
  */
