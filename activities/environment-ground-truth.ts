@@ -63,25 +63,34 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   const outPath = path.join(input.runDir, 'environment', 'samples.parquet');
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
-  const configHash = hashConfig({ stage: 'ground-truth' });
-  const cached = await findCachedArtifact(outPath, { schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME, schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION, inputs, configHash });
-  if (cached) {
-    log.info('ground truth: cache hit', { samples: cached.uri });
-    return { samples: cached, summary: await summarizeCached(cached.uri), cached: true };
-  }
-  const summary = emptySummary();
-
+  // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.
+  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped' });
   const worktreeByCommit = new Map<string, string>();
   for await (const record of readRows(input.worktrees.uri)) {
     if ('error' in record) continue;
     const row = WorktreeResultSchema.parse(record.row);
     if (row.status !== 'failed') worktreeByCommit.set(`${row.repo}@${row.commit}`, row.path);
   }
+  // A sample whose commit could not be materialized was dropped by the worktrees step (onUnavailable: skip,
+  // listed in environment/dropped.parquet with its reason): the later stages see only the rest.
   const samples: Sample[] = [];
+  let withoutWorktree = 0;
   for await (const record of readRows(input.samples.uri)) {
     if ('error' in record) throw new Error(`samples ${input.samples.uri} row ${record.ordinal}: ${record.error}`);
-    samples.push(SampleSchema.parse(record.row));
+    const sample = SampleSchema.parse(record.row);
+    if (worktreeByCommit.has(`${sample.repo}@${sample.baseCommit}`)) samples.push(sample);
+    else withoutWorktree++;
   }
+  const cached = await findCachedArtifact(outPath, { schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME, schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION, inputs, configHash });
+  if (cached) {
+    log.info('ground truth: cache hit', { samples: cached.uri });
+    const summary = await summarizeCached(cached.uri);
+    return { samples: cached, summary: { ...summary, samples: summary.samples + withoutWorktree, withoutWorktree }, cached: true };
+  }
+  const summary = emptySummary();
+  summary.samples = withoutWorktree;
+  summary.withoutWorktree = withoutWorktree;
+
   const wanted = new Set(samples.map((s) => s.instanceId));
   const patches = new Map<string, string>();
   for await (const record of readRows(input.instancesPath)) {
@@ -94,14 +103,11 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   try {
     for (const sample of samples) {
       summary.samples++;
-      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`) ?? null;
+      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
       let truth = emptyTruth;
       let error: string | null = null;
       const patch = patches.get(sample.instanceId);
-      if (!worktree) {
-        summary.withoutWorktree++;
-        error = 'no worktree for this commit';
-      } else if (!patch) {
+      if (!patch) {
         summary.patchErrors++;
         error = 'instance patch not found in the instances input';
       } else {
@@ -118,7 +124,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
         }
       }
       rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
-      progress.report({ stage: 'ground-truth', done: summary.samples, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
+      progress.report({ stage: 'ground-truth', done: summary.samples - withoutWorktree, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
     }
   } finally {
     progress.close();
@@ -150,7 +156,6 @@ async function summarizeCached(uri: string): Promise<GroundTruthSummary> {
     summary.samples++;
     const error = row.groundTruthError as string | null;
     if (error === null) summary.withGroundTruth++;
-    else if (error === 'no worktree for this commit') summary.withoutWorktree++;
     else summary.patchErrors++;
     summary.preImageErrors += length('gold_pre_image_errors');
     summary.files += length('gold_files');

@@ -140,7 +140,9 @@ async function drawProgress(client: Client, workflowId: string, view: ProgressVi
 function printResult(result: PipelineResult, runDir: string): void {
   console.log(`\ncodegrep: run ${result.runId} finished. Artifacts in ${runDir}\n\nStages`);
   for (const outcome of result.outcomes) {
-    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}`);
+    const dropped = outcome.stage === 'environment' ? (result.environment?.materialize.droppedSamples ?? 0) : 0;
+    const note = dropped > 0 ? ` (${dropped} samples dropped: their commits could not be materialized; later stages ran on the rest)` : '';
+    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}${note}`);
   }
   if (result.catm) {
     console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));

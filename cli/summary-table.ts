@@ -42,6 +42,26 @@ export function formatCatmSummary(summary: CatmSummary): string {
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
+/**
+ * The samples the environment dropped (`onUnavailable: skip`), one line per repository and reason with the
+ * instances, so a reader sees what is missing and why without opening environment/dropped.parquet.
+ */
+function droppedRows(m: EnvironmentResult['materialize']): [string, string][] {
+  if (m.droppedSamples === 0) return [];
+  const groups = new Map<string, string[]>();
+  for (const d of m.dropped) {
+    const key = `${d.repo}: ${d.reason}`;
+    groups.set(key, [...(groups.get(key) ?? []), d.instanceId]);
+  }
+  const rows: [string, string][] = [['dropped (onUnavailable: skip)', `${m.droppedSamples} samples of ${m.failed} unavailable commits; the rest go on`]];
+  for (const [why, ids] of groups) {
+    const shortWhy = why.length > 160 ? `${why.slice(0, 157)}…` : why;
+    rows.push(['', `${ids.length} × ${shortWhy}`]);
+  }
+  if (m.dropped.length < m.droppedSamples) rows.push(['', `… ${m.droppedSamples - m.dropped.length} more in environment/dropped.parquet`]);
+  return rows;
+}
+
 /** The environment stage: worktrees and ground truth. */
 export function formatEnvironmentSummary(result: EnvironmentResult): string {
   const m = result.materialize;
@@ -50,9 +70,11 @@ export function formatEnvironmentSummary(result: EnvironmentResult): string {
     ['commits', `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`],
     ['median worktree ready', m.medianMs === null ? '—' : `${m.medianMs.toFixed(0)} ms`],
     ['disk', `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`],
-    ['ground truth', `${g.withGroundTruth} of ${g.samples} samples (${g.withoutWorktree} without worktree, ${g.patchErrors} patch errors)`],
+    ...droppedRows(m),
+    ['ground truth', `${g.withGroundTruth} of ${g.samples - g.withoutWorktree} samples (${g.patchErrors} patch errors)`],
     ['files / classes / functions', `${g.files} / ${g.modules} / ${g.functions}`],
     ['worktrees', result.worktrees.uri],
+    ...(result.dropped ? [['dropped samples', `${result.dropped.uri} (${result.dropped.rows} rows)`] as [string, string]] : []),
     ['samples (with ground truth)', result.samples.uri],
   ]);
 }
