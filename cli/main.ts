@@ -16,9 +16,10 @@ Usage:
       Start (in the background) or stop the embedded Temporal dev server (SQLite state in <data-dir>/temporal.db).
   codegrep worker
       Run the CPU worker (task queue ${temporalConfig.taskQueues.cpu}) until Ctrl-C.
-  codegrep run <config.yaml|json> [--run-id ID] [--no-embedded] [--no-worker] [--detach]
+  codegrep run <config.yaml|json> [--run-id ID] [--mirrors DIR] [--no-embedded] [--no-worker] [--detach]
       Start the pipeline on a config, draw progress bars, print the summary. Starts the embedded server and an
-      in-process worker when none is running.
+      in-process worker when none is running. --mirrors DIR reads repositories from local bare mirrors
+      <owner>__<name>.git (environment.repoSource: { kind: mirror-dir, dir: DIR }) instead of the network.
   codegrep status <runId>
       Show a run's state, its stages and the Web UI link.
   codegrep report <runId> [--data-dir runs] [--html] [--list]
@@ -82,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
         allowPositionals: true,
         options: {
           'run-id': { type: 'string' },
+          mirrors: { type: 'string' },
           'no-embedded': { type: 'boolean', default: false },
           'no-worker': { type: 'boolean', default: false },
           detach: { type: 'boolean', default: false },
@@ -92,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
       return runCommand({
         configFile,
         runId: values['run-id'],
+        mirrors: values.mirrors,
         embedded: !values['no-embedded'],
         worker: !values['no-worker'],
         detach: values.detach,

@@ -15,6 +15,8 @@ import { createGpuWorker } from '../workers/gpu';
 export interface RunOptions {
   configFile: string;
   runId?: string;
+  /** A folder of bare mirrors `<owner>__<name>.git`: sets environment.repoSource to it (offline runs). */
+  mirrors?: string;
   /** Start the embedded dev server when nothing answers at the address (default true for local addresses). */
   embedded: boolean;
   /** Start an in-process worker when no worker polls the task queue (default true). */
@@ -39,6 +41,10 @@ async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 
 export async function runCommand(options: RunOptions): Promise<number> {
   const raw = readConfigFile(options.configFile);
   if (options.runId) raw.runId = options.runId;
+  if (options.mirrors) {
+    const environment = typeof raw.environment === 'object' && raw.environment !== null ? raw.environment : {};
+    raw.environment = { ...environment, repoSource: { kind: 'mirror-dir', dir: path.resolve(options.mirrors) } };
+  }
   if (raw.runId === undefined) {
     raw.runId = `${path.basename(options.configFile).replace(/\.(ya?ml|json)$/i, '')}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}`;
   }
