@@ -27,6 +27,9 @@ Usage:
   codegrep schedule create <name> --config <file> --cron "0 3 * * *" [--catchup-window 1h] [--paused] [--note text]
   codegrep schedule list | pause <name> [--note text] | unpause <name> | trigger <name> | delete <name>
       Scheduled evaluation reruns (Temporal Schedules): each run re-evaluates the same config and keeps its report.
+  codegrep mirrors build --instances FILE --out DIR [--source-dir DIR | --url-template URL]
+      Write compact bare mirrors (exactly the instances' base commits, under refs/commits/<sha>) for offline use
+      as environment.repoSource: { kind: mirror-dir, dir: DIR }; from GitHub, or from local clones in --source-dir.
   codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]
       Remove materialized worktrees (all, or those unused for N days) and prune git's worktree lists.
   codegrep training pause|resume|stop|status <runId>
@@ -124,6 +127,10 @@ async function main(argv: string[]): Promise<number> {
       console.log(`codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`);
       for (const failure of result.failed) console.log(`  ${JSON.stringify(failure)}`);
       return result.failed.length > 0 ? 1 : 0;
+    }
+    case 'mirrors': {
+      const { mirrorsCommand } = await import('./mirrors');
+      return mirrorsCommand(rest);
     }
     case 'schedule': {
       const { scheduleCommand } = await import('./schedule');

@@ -7,7 +7,7 @@ import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
 import { startDevServer, temporalAnswers } from './dev-server';
 import { ProgressView } from './progress-view';
-import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
+import { formatCatmSummary, formatEnvironmentSummary, formatFinalScreen } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
@@ -113,7 +113,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
       view.stop();
     }
     printResult(result, config.runDir);
-    console.log(`\n  Web UI: ${webUi}`);
+    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages })}`);
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
