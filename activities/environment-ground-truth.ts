@@ -14,7 +14,8 @@ import {
   type GroundTruthSummary,
 } from '../schemas/environment';
 import { groundTruthToColumns, type GroundTruth } from '../schemas/ground-truth';
-import { parseInstanceRecord } from '../schemas/instances';
+import { parseInstanceRecord, type FileChange } from '../schemas/instances';
+import { targetsFromFileChanges } from '../lib/patch/codescout-layout';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
 import { activityClient } from './deps';
@@ -93,9 +94,13 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
 
   const wanted = new Set(samples.map((s) => s.instanceId));
   const patches = new Map<string, string>();
+  const fileChanges = new Map<string, FileChange[]>();
   for await (const record of readRows(input.instancesPath)) {
     const parsed = parseInstanceRecord(record);
-    if (parsed.ok && wanted.has(parsed.instance.instance_id)) patches.set(parsed.instance.instance_id, parsed.instance.patch);
+    if (parsed.ok && wanted.has(parsed.instance.instance_id)) {
+      patches.set(parsed.instance.instance_id, parsed.instance.patch);
+      if (parsed.instance.file_changes) fileChanges.set(parsed.instance.instance_id, parsed.instance.file_changes);
+    }
   }
 
   const progress = new ProgressReporter(activityClient(), input.progressTo);
@@ -113,6 +118,13 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
       } else {
         try {
           truth = await groundTruthForPatch(patch, preImageReader(worktree));
+          // CodeScout-layout instances carry their own module / function labels: those are the targets.
+          const labelled = fileChanges.get(sample.instanceId);
+          if (labelled) {
+            const targets = targetsFromFileChanges(labelled);
+            truth = { ...truth, modules: targets.modules, functions: targets.functions };
+            summary.fromFileChanges++;
+          }
           summary.withGroundTruth++;
           summary.preImageErrors += truth.preImageErrors.length;
           summary.files += truth.files.length;
@@ -144,7 +156,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
 }
 
 function emptySummary(): GroundTruthSummary {
-  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0 };
+  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0, fromFileChanges: 0 };
 }
 
 async function summarizeCached(uri: string): Promise<GroundTruthSummary> {

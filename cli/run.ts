@@ -35,8 +35,15 @@ async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 
     taskQueue: { name: taskQueue },
     taskQueueType: kind === 'workflow' ? 1 : 2,
   });
-  return (response.pollers ?? []).length > 0;
+  // The server lists a poller for minutes after its worker died (e.g. a demo stopped with Ctrl-C); a live one
+  // polls again at least once per long-poll (about a minute), so only recent pollers count.
+  const now = Date.now();
+  return (response.pollers ?? []).some((poller) => {
+    const seconds = Number(poller.lastAccessTime?.seconds ?? 0);
+    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
+  });
 }
+const LIVE_POLLER_MS = 75_000;
 
 export async function runCommand(options: RunOptions): Promise<number> {
   const raw = readConfigFile(options.configFile);
@@ -113,7 +120,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
       view.stop();
     }
     printResult(result, config.runDir);
-    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages })}`);
+    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`);
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {

@@ -87,6 +87,8 @@ export interface FinalScreenContext {
   /** Whether the config asked for the LLM judge and the downstream stage. */
   judgeMode: 'llm' | 'none';
   stages: readonly string[];
+  /** The evaluation's retrievers, to say how a bounded dense retriever was run. */
+  retrievers?: readonly { name: string; kind: string; bm25Candidates?: number; maxChunksPerFile?: number; modelDir?: string }[];
 }
 
 const estimate = (e: { value: number | null; ci: { low: number; high: number } | null }) =>
@@ -130,6 +132,12 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     const format = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
     lines.push(format(header), format(widths.map((w) => '─'.repeat(w))), ...rows.map(format));
     for (const failed of s.failedRetrievers) lines.push(`  ${failed.name}: failed — ${failed.reason}`);
+    for (const r of context.retrievers ?? []) {
+      if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
+      const corpus = r.bm25Candidates === undefined ? 'every file' : `each instance's BM25 top-${r.bm25Candidates} files`;
+      const chunks = r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
+      lines.push(`  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`);
+    }
     lines.push('', `  report     ${evaluation.report.html}`, `             ${evaluation.report.markdown}  (Table 2 / Table 3 with intervals, histograms, P–R scatter)`);
   }
   if (result.training) lines.push(`  training   ${result.training.report.html}`);

@@ -101,6 +101,8 @@ export const GroundTruthSummarySchema = z.object({
   files: z.number().int(),
   modules: z.number().int(),
   functions: z.number().int(),
+  /** Samples whose modules and functions come from the instance's CodeScout `file_changes` labels. */
+  fromFileChanges: z.number().int().default(0),
 });
 export type GroundTruthSummary = z.infer<typeof GroundTruthSummarySchema>;
 
