@@ -184,7 +184,9 @@ export async function ensureCommitLocked(
   // A mirror-dir clone has the history already: a missing commit is new, and fetching it shallow would cut
   // the history the clone shares with it. A URL repository holds base commits only, so depth 1 is all it needs.
   const depth = remote.kind === 'url' ? ['--depth=1'] : [];
-  const byCommit = await runGit(['fetch', '--quiet', ...depth, 'origin', sha], network);
+  // Kept under refs/commits/<sha> (the compact-mirror layout): the commit stays reachable for gc, and the next
+  // fetch tells the server it has it, so objects shared by two base commits travel once.
+  const byCommit = await runGit(['fetch', '--quiet', ...depth, 'origin', `+${sha}:refs/commits/${sha}`], network);
   if (byCommit.code === 0 && (await hasCommit(sha, local))) return 'fetched-commit';
   if (byCommit.code !== 0 && looksUnreachable(byCommit.stderr)) throw unreachable(byCommit.stderr);
 
