@@ -63,7 +63,7 @@ LOCK="${TMPDIR:-/tmp}/codegrep-setup-python-$(printf '%s' "$VENV" | sha256sum | 
 exec 9>"$LOCK"
 flock 9
 if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
-  echo "setup-python: $VENV is up to date"
+  echo "setup-python: $VENV is up to date (trainer/requirements.txt)"
   minilm_step
   exit 0
 fi
