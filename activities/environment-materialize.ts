@@ -124,7 +124,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       nonRetryable: true,
       message:
         `${what} (${repos.length} repositories: ${repos.slice(0, 5).join(', ')}${repos.length > 5 ? ', …' : ''}). ` +
-        `First error: ${unreachable[0]}. Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }) when offline` +
+        `First error: ${unreachable[0]}. Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }, or \`codegrep run --mirrors DIR\`) when offline` +
         `${onUnavailable === 'fail' ? `, or set environment.onUnavailable: skip to go on with the samples that can be materialized` : ''}. ` +
         `The rows of every commit are in ${worktrees.uri}.`,
       details: [summary],
