@@ -95,7 +95,7 @@ class TrainingSignals {
     const latest = progress.latest;
     const counts: Record<string, number> = { segment: progress.segment };
     if (progress.checkpointStep !== null) counts.checkpointStep = progress.checkpointStep;
-    if (latest) Object.assign(counts, { reward: latest.rewardMean, kl: latest.kl, turns: latest.turnsMean, completionTokens: latest.completionLenMean });
+    if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
     const stage = { stage: 'training', done: progress.step, total: this.input.totalSteps, unit: 'steps', counts };
     const sends = this.input.progressTo.map((id) => client.workflow.getHandle(id).signal('stageProgress', stage));
     if (this.input.trainingWorkflowId) sends.push(client.workflow.getHandle(this.input.trainingWorkflowId).signal('trainingProgress', progress));
