@@ -17,7 +17,6 @@ import { groundTruthToColumns, type GroundTruth } from '../schemas/ground-truth'
 import { parseInstanceRecord } from '../schemas/instances';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 import { sourceRef } from './source-ref';
 
@@ -89,7 +88,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
     if (parsed.ok && wanted.has(parsed.instance.instance_id)) patches.set(parsed.instance.instance_id, parsed.instance.patch);
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const rows: Record<string, unknown>[] = [];
   try {
     for (const sample of samples) {

@@ -5,7 +5,6 @@ import { diskSummary, materializeAll } from '../lib/worktrees';
 import { MaterializeInputSchema, type MaterializeInput, type MaterializeOutput, type MaterializeSummary } from '../schemas/environment';
 import { SampleSchema } from '../schemas/samples';
 import { REPO_SOURCE_CONFIG_KEY, WORKTREES_SCHEMA_NAME, WORKTREES_SCHEMA_VERSION, worktreesArrowSchema, type WorktreeRequest } from '../schemas/worktrees';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 
 /**
@@ -28,7 +27,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
     }
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const counts = { created: 0, reused: 0, repaired: 0, failed: 0 };
   let results;
   try {

@@ -6,6 +6,7 @@ import type { WorkflowProgress } from '../schemas/progress';
 import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
 import { startDevServer, temporalAnswers } from './dev-server';
+import { liveProgress } from './live-progress';
 import { ProgressView } from './progress-view';
 import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -127,9 +128,10 @@ export async function runCommand(options: RunOptions): Promise<number> {
 
 async function drawProgress(client: Client, workflowId: string, view: ProgressView): Promise<void> {
   try {
+    // The stage workflows show their own progress (the pipeline takes no progress signals: issue #12).
     const top = await client.workflow.getHandle(workflowId).query<WorkflowProgress>('progress');
     for (const childId of Object.values(top.children)) {
-      const child = await client.workflow.getHandle(childId).query<WorkflowProgress>('progress');
+      const child = await liveProgress(client, childId);
       view.update(child, `${child.workflow}/`);
     }
   } catch (error) {

@@ -46,6 +46,11 @@ function rootMessage(error: unknown): string {
  * The whole study as in SPEC §1. Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
  * stage that fails is reported with its reason, the stages that need its output are skipped, and the
  * pipeline still completes with the outcome of every stage, so a partial run says what ran and what did not.
+ *
+ * History bound (issue #12): nothing signals the pipeline (the CLI queries the stage workflows it lists in
+ * `progress.children`), so its history is a fixed number of events per stage (about 10 for a child
+ * workflow, its search-attribute upserts and workflow tasks): under 100 events for the five stages, however
+ * long they run.
  */
 export async function pipeline(input: PipelineConfigInput): Promise<PipelineResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
