@@ -82,7 +82,8 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       nonRetryable: true,
       message:
         `${failures.length} of ${results.length} commits could not be materialized (${repos.length} repositories: ${repos.slice(0, 5).join(', ')}${repos.length > 5 ? ', …' : ''}). ` +
-        `First error: ${unreachable[0]}. Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }) when offline. ` +
+        // The hint once: the first error usually names the config key already.
+        `First error: ${unreachable[0]}. ${unreachable[0]?.includes(REPO_SOURCE_CONFIG_KEY) ? '' : `Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }) when offline. `}` +
         `The rows of every commit are in ${worktrees.uri}.`,
       details: [summary],
     });

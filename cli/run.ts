@@ -7,11 +7,13 @@ import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
 import { startDevServer, temporalAnswers } from './dev-server';
 import { liveProgress } from './live-progress';
+import { pipelineOutcome } from './pipeline-outcome';
 import { ProgressView } from './progress-view';
 import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
+import { rootMessage } from '../lib/errors/root-message';
 
 export interface RunOptions {
   configFile: string;
@@ -101,7 +103,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
     const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
     let result: PipelineResult;
     try {
-      result = await handle.result();
+      ({ result } = await pipelineOutcome(handle));
+    } catch (error) {
+      // Not a stage's failure (the pipeline itself failed, was cancelled or terminated): one line, then the log.
+      console.error(`codegrep: pipeline ${workflowId} did not finish: ${rootMessage(error)}`);
+      return 1;
     } finally {
       clearInterval(poll);
       await drawProgress(client, workflowId, view);

@@ -5,21 +5,11 @@ import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
+import { rootMessage } from '../lib/errors/root-message';
 
 export const evaluationStages = ['plan', 'predict', 'report'] as const;
 
 export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
-
-/** The failure a user needs to read: the activity's own message, not the wrapper's. */
-function reasonOf(error: unknown): string {
-  let current: unknown = error;
-  let message = error instanceof Error ? error.message : String(error);
-  while (current instanceof Error) {
-    message = current.message || message;
-    current = (current as Error & { cause?: unknown }).cause;
-  }
-  return message;
-}
 
 /** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
 function executionLabel(start: Date): string {
@@ -104,7 +94,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     failedShards += own.filter((s) => s.status === 'rejected').length;
     if (failure) {
       if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
-      failedRetrievers.push({ name: retriever.name, reason: reasonOf(failure.reason) });
+      failedRetrievers.push({ name: retriever.name, reason: rootMessage(failure.reason) });
       return;
     }
     const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);
