@@ -1,7 +1,7 @@
 /**
  * Chaos suite (issue #12): `npm run chaos [-- <stage>…] [--trials N] [--seed S]`. Per stage, two uninterrupted
  * reference runs, then N trials that each SIGKILL the worker process (its whole process group) at a random
- * moment of the run, and in every third trial the Temporal dev server too; both are restarted and the run is
+ * moment of the run, and in every third trial (the first included) the Temporal dev server too; both are restarted and the run is
  * let finish. Every artifact of the stage's folder is compared with the reference by sha256; a file whose bytes
  * differ between the two references (by design: timestamps, durations) is compared by its rows/fields, leaving
  * out those that differ between the references. Work items are counted in the stage's main artifact (lost:
@@ -41,7 +41,14 @@ interface Scenario {
   llm: ScriptedOpenAiServer | null;
   /** Everything the run writes outside its folder that must go between runs (caches of worktrees). */
   extraDirs?: string[];
+  /** A folder of append-only journal files named per attempt (and pid): compared as one set of lines. */
+  journalDir?: string;
+  /** JSON fields that report the recovery itself (e.g. judgements resumed from the journal): they differ by design after a kill. */
+  resumeReported?: { file: string; keys: string[] };
 }
+
+/** `<artifact>.tmp-<pid>-<hex>`: the temp file of an atomic write (lib/artifacts/atomic-write.ts) whose writer was killed. */
+const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -168,12 +175,61 @@ function snapshot(scenario: Scenario, label: string): Snapshot {
   return { dir, files: listFiles(dir) };
 }
 
-async function compare(trial: Snapshot, refA: Snapshot, refB: Snapshot) {
+function journalLines(snap: Snapshot, journalDir: string): unknown[] {
+  return snap.files
+    .filter((f) => f.startsWith(`${journalDir}/`))
+    .flatMap((f) => readFileSync(path.join(snap.dir, f), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown))
+    .sort((a, b) => JSON.stringify(stripVolatile(a)).localeCompare(JSON.stringify(stripVolatile(b))));
+}
+
+/** Journal lines carry when they were written and by which attempt; neither is part of the result. */
+function stripVolatile(line: unknown): unknown {
+  if (!line || typeof line !== 'object') return line;
+  return Object.fromEntries(Object.entries(line).filter(([k]) => !/^(at|ts|time|timestamp|writtenAt|judgedAt|attempt|pid|ms|latencyMs)$/i.test(k)));
+}
+
+function dropKeys(value: unknown, keys: string[]): unknown {
+  const copy = JSON.parse(JSON.stringify(value)) as Row;
+  for (const key of keys) {
+    const parts = key.split('.');
+    let at: Row | undefined = copy;
+    for (const part of parts.slice(0, -1)) at = at?.[part] as Row | undefined;
+    if (at) delete at[parts.at(-1)!];
+  }
+  return copy;
+}
+
+async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB: Snapshot) {
   let identical = 0;
   let sameByRows = 0;
   const differing: string[] = [];
   const byDesign: string[] = [];
+  const journal = scenario.journalDir;
+  const resume = scenario.resumeReported;
+  let journalSame: boolean | null = null;
+  if (journal) {
+    const [t, a] = [journalLines(trial, journal).map(stripVolatile), journalLines(refA, journal).map(stripVolatile)];
+    journalSame = JSON.stringify(t) === JSON.stringify(a);
+    if (!journalSame) differing.push(`${journal}/ (journal lines)`);
+  }
+  const differsOnlyByResume: string[] = [];
   for (const file of refA.files) {
+    if (journal && file.startsWith(`${journal}/`)) continue;
+    if (resume && (file === resume.file || file === `${resume.file}.manifest.json`)) {
+      const isManifest = file !== resume.file;
+      const keys = isManifest ? ['sha256', 'bytes'] : resume.keys;
+      const inTrial = path.join(trial.dir, file);
+      if (!existsSync(inTrial)) {
+        differing.push(`${file} (missing)`);
+        continue;
+      }
+      const [ct, ca, cb] = await Promise.all([inTrial, path.join(refA.dir, file), path.join(refB.dir, file)].map(contentOf));
+      if (JSON.stringify(stable(dropKeys(ct, keys), ca, cb)) === JSON.stringify(stable(dropKeys(ca, keys), ca, cb))) {
+        if (sha256(inTrial) === sha256(path.join(refA.dir, file))) identical += 1;
+        else differsOnlyByResume.push(file);
+      } else differing.push(file);
+      continue;
+    }
     const inTrial = path.join(trial.dir, file);
     if (!existsSync(inTrial)) {
       differing.push(`${file} (missing)`);
@@ -194,8 +250,10 @@ async function compare(trial: Snapshot, refA: Snapshot, refB: Snapshot) {
     }
     differing.push(file);
   }
-  const extra = trial.files.filter((f) => !refA.files.includes(f));
-  return { artifacts: refA.files.length, identical, sameByRows, byDesign, differing, extra };
+  const unexpected = trial.files.filter((f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)));
+  const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
+  const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
+  return { artifacts: refA.files.length, identical, sameByRows, differsOnlyByResume, byDesign, differing, extra, leftoverTemps, journalSame };
 }
 
 async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
@@ -261,7 +319,7 @@ async function scenarios(): Promise<Scenario[]> {
   const worktreeDirs = { cacheDir: path.join(work, 'cache', 'repos'), worktreesDir: path.join(work, 'cache', 'worktrees') };
 
   if (stages.includes('catm')) {
-    const llm = await startScriptedOpenAiServer({ latencyMs: 40, script: (body) => reply.text(JSON.stringify(body.messages).length % 3 === 0 ? 'NOT_RELEVANT' : 'RELEVANT') });
+    const llm = await startScriptedOpenAiServer({ latencyMs: 250, script: (body) => reply.text(JSON.stringify(body.messages).length % 3 === 0 ? 'NOT_RELEVANT' : 'RELEVANT') });
     out.push({
       stage: 'catm',
       workflow: 'catm',
@@ -269,12 +327,14 @@ async function scenarios(): Promise<Scenario[]> {
         ...base,
         stages: ['catm'],
         inputs: { trajectories: path.join(sharedData, 'openhands_trajectories.sample.jsonl'), instances: path.join(sharedData, 'swebench_verified.jsonl') },
-        judge: { mode: 'llm', baseUrl: llm.baseUrl, model: 'chaos-judge', concurrency: 8 },
+        judge: { mode: 'llm', baseUrl: llm.baseUrl, model: 'chaos-judge', concurrency: 4 },
         temporal: { activityTimeouts: { judge: { heartbeatMs: 3_000 }, mine: { heartbeatMs: 3_000 }, weight: { heartbeatMs: 3_000 } } },
       },
       artifactDir: 'catm',
       items: { file: 'catm/judgements.parquet', key: (r) => `${String(r.trajectoryId)}\u0000${String(r.path)}` },
       llm,
+      journalDir: 'judge-shards',
+      resumeReported: { file: 'summary.json', keys: ['judge.resumed'] },
     });
   }
   const environmentInput = {
@@ -359,13 +419,13 @@ async function main(): Promise<number> {
       const refB = snapshot(scenario, 'reference-b');
       const byDesign = refA.files.filter((f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)));
       console.log(JSON.stringify({ kind: 'reference', stage: scenario.stage, ms: [refRunA.ms, refRunB.ms], status: [refRunA.status, refRunB.status], artifacts: refA.files.length, bytesDifferByDesign: byDesign, items: refItems.items, requests: refRunA.requests }));
-      const totals = { stage: scenario.stage, trials: 0, kills: 0, serverKills: 0, completed: 0, artifactsIdentical: 0, duplicated: 0, lost: 0, redoneRequests: 0 };
+      const totals = { stage: scenario.stage, trials: 0, kills: 0, serverKills: 0, completed: 0, artifactsIdentical: 0, duplicated: 0, lost: 0, redoneRequests: 0, leftoverTemps: 0 };
       for (let trial = 1; trial <= TRIALS; trial++) {
-        const killAtMs = Math.round((0.05 + 0.85 * random()) * refRunA.ms);
-        const killServer = trial % 3 === 0;
+        const killAtMs = Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
+        const killServer = trial % 3 === 1; // trials 1, 4, 7, 10: the short CI run kills the server too
         const run = await runOnce(scenario, { killAtMs, killServer });
         const completed = run.status === 'COMPLETED';
-        const artifacts = completed ? await compare(snapshot(scenario, `trial-${trial}`), refA, refB) : null;
+        const artifacts = completed ? await compare(scenario, snapshot(scenario, `trial-${trial}`), refA, refB) : null;
         const items = completed ? await itemCounts(scenario, refItems.keys) : null;
         const identical = artifacts !== null && artifacts.differing.length === 0 && artifacts.extra.length === 0;
         const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0;
@@ -393,6 +453,7 @@ async function main(): Promise<number> {
         totals.duplicated += items?.duplicated ?? 0;
         totals.lost += items?.lost ?? (completed ? 0 : refItems.items);
         totals.redoneRequests += scenario.llm ? run.requests - refRunA.requests : 0;
+        totals.leftoverTemps += artifacts?.leftoverTemps.length ?? 0;
         if (!ok) failures += 1;
       }
       console.log(JSON.stringify({ kind: 'summary', ...totals, bytesDifferByDesign: byDesign }));
