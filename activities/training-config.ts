@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { resolveAgentLimits } from '../lib/agent';
-import { recipeDefinition } from '../lib/envserver';
+import { recipePreset, trainerRecipeName } from '../lib/recipes';
 import type { ResolvedTrainingConfig, TrainingConfig } from '../schemas/training';
 import { temporalConfig } from '../temporal.config';
 
@@ -8,9 +8,11 @@ import { temporalConfig } from '../temporal.config';
 const TRAINER_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', drgrpo: 'dr_grpo' } as const;
 
 /**
- * The trainer's JSON config (trainer/config.py) for one segment. Keys the training section leaves out are not
- * written, so the trainer's own defaults (each next to its paper section) apply; the turn limit is always
- * written, from lib/agent, so the trainer's turn guard and the environment's limit are the same number.
+ * The trainer's JSON config (trainer/config.py) for one segment. `recipe` names the preset
+ * (lib/recipes/presets.json) the trainer resolves; keys the training section leaves out are not written, so
+ * the preset's values (each with its paper section) and the trainer's other defaults apply. The turn limit is
+ * always written, the same number the environment gets (environmentLimits), so the trainer's turn guard and the
+ * environment's limit agree.
  * `total_steps` is the run's budget, not the segment's end: it shapes the lr schedule (a segment is stopped
  * by the activity, at a checkpoint).
  */
@@ -31,6 +33,8 @@ export function trainerConfig(
     top_p: training.topP,
     top_k: training.topK,
     kl_beta: training.klBeta,
+    algorithm: training.algorithm === undefined ? undefined : TRAINER_ALGORITHM[training.algorithm],
+    mask_unanswered_at_turn_limit: training.maskUnansweredAtTurnLimit,
     lora: training.lora,
     checkpoint_every: training.checkpointEvery,
     keep_checkpoints: training.keepCheckpoints,
@@ -43,17 +47,16 @@ export function trainerConfig(
     data: { instance_ids: [...run.instanceIds] },
     total_steps: run.totalSteps,
     seed: training.seed,
-    algorithm: TRAINER_ALGORITHM[training.algorithm],
+    recipe: trainerRecipeName(training.recipe),
     max_turns: limits.maxTurns,
-    mask_unanswered_at_turn_limit: training.maskUnansweredAtTurnLimit ?? recipeDefinition(training.recipe).maskUnansweredAtTurnLimit,
     ...Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined)),
   };
 }
 
-/** The environment's limits for the same run. */
+/** The environment's limits for the same run: the turn limit is the section's, else the recipe's. */
 export function environmentLimits(training: ResolvedTrainingConfig) {
   return resolveAgentLimits({
-    ...(training.limits.maxTurns === undefined ? {} : { maxTurns: training.limits.maxTurns }),
+    maxTurns: training.limits.maxTurns ?? recipePreset(training.recipe).maxTurns,
     ...(training.limits.maxToolCallsPerTurn === undefined ? {} : { maxToolCallsPerTurn: training.limits.maxToolCallsPerTurn }),
   });
 }

@@ -137,7 +137,7 @@ describe('trainerConfig', () => {
     progressEveryMs: 1000, smokeRun: false,
   } as unknown as ResolvedTrainingConfig;
 
-  it("writes what the section sets, the recipe's defaults, and nothing it leaves to the trainer", () => {
+  it("writes what the section sets, the recipe's name, and nothing it leaves to the recipe or the trainer", () => {
     const config = trainerConfig(base, { outputDir: '/run/training/trainer', envUrl: 'http://127.0.0.1:1', instanceIds: ['a', 'b'], totalSteps: 100 });
     expect(config).toEqual({
       generator: 'hf',
@@ -148,10 +148,15 @@ describe('trainerConfig', () => {
       data: { instance_ids: ['a', 'b'] },
       total_steps: 100,
       seed: 3,
+      recipe: 'codescout',
       algorithm: 'dr_grpo',
       max_turns: 4,
-      mask_unanswered_at_turn_limit: true,
     });
+    // Left to the recipe (finding 4: codescout must not get GRPO's defaults from here).
+    const { algorithm: _algorithm, ...recipeOnly } = base as unknown as Record<string, unknown>;
+    const fromRecipe = trainerConfig(recipeOnly as unknown as ResolvedTrainingConfig, { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 1 });
+    for (const key of ['algorithm', 'lr', 'kl_beta', 'mask_unanswered_at_turn_limit', 'clip_low', 'warmup_ratio']) expect(fromRecipe).not.toHaveProperty(key);
+    expect(fromRecipe).toMatchObject({ recipe: 'codescout', max_turns: 4 });
   });
 
   it('passes the chosen limits and hyperparameters under the trainer names', () => {
@@ -159,7 +164,7 @@ describe('trainerConfig', () => {
       { ...base, recipe: 'v2', algorithm: 'gspo', groupSize: 4, batchSize: 2, lr: 1e-5, klBeta: 0, limits: { maxTurns: 3, maxNewTokens: 256 }, lora: { r: 8 } },
       { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 7 },
     );
-    expect(config).toMatchObject({ algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, mask_unanswered_at_turn_limit: false, total_steps: 7 });
+    expect(config).toMatchObject({ recipe: 'codegrep-v2', algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, total_steps: 7 });
   });
 });
 

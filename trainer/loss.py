@@ -4,16 +4,23 @@ All three are critic-free: a prompt's G rollouts form a group and each
 rollout's advantage is its reward relative to the group (CodeScout App. E
 compares exactly these recipes). They differ in three switches:
 
-| recipe  | importance ratio              | clip (low/high)   | std norm | per-sequence reduction        | KL to ref |
-| ------- | ----------------------------- | ----------------- | -------- | ----------------------------- | --------- |
-| grpo    | per token                     | 0.2 / 0.2         | yes      | mean over the sequence tokens | 0.02      |
-| gspo    | per sequence, length-normed   | 3e-4 / 4e-4       | no       | one term per sequence         | none      |
-| dr_grpo | per token                     | 0.2 / 0.2         | no       | token sum / constant budget   | none      |
+| algorithm | importance ratio              | clip (low/high)   | std norm | per-sequence reduction        |
+| --------- | ----------------------------- | ----------------- | -------- | ----------------------------- |
+| grpo      | per token                     | 0.2 / 0.2         | yes      | mean over the sequence tokens |
+| gspo      | per sequence, length-normed   | 3e-4 / 4e-4       | no       | one term per sequence         |
+| dr_grpo   | per token                     | 0.2 / 0.2         | no       | token sum / constant budget   |
 
-Sources: GRPO with beta = 0.02 (CodeGrep App. A.4; DeepSeekMath's k3 KL
-estimator); GSPO (CodeScout §3.4 Eq. 2-4: s_i = exp(mean_t log ratio), clip
-3e-4/4e-4, A_i = r_i - mean(r), no KL); Dr.GRPO (CodeScout App. E: token-level
-clip 0.2, per-sequence token sum divided by the generation budget, no std).
+The clip ranges and std switches are read from lib/recipes/presets.json
+(`algorithms`, each with its source); the KL coefficient is a recipe's choice
+(CodeGrep App. A.4: 0.02; CodeScout §3.4: none) and comes with the recipe.
+The KL estimator is DeepSeekMath's k3. GSPO: CodeScout §3.4 Eq. 2-4
+(s_i = exp(mean_t log ratio)); Dr.GRPO: CodeScout App. E (per-sequence token
+sum divided by the generation budget).
+
+Truncated importance sampling (optional, `is_weights`): each token's
+policy-gradient term (GSPO: each sequence's) is multiplied by a detached
+min(pi_old / pi_sampler, cap), correcting for the sampler's distribution
+differing from the trainer's (Yao et al. 2025).
 
 On top of any recipe, CodeGrep v2/v3 multiply each rollout's advantage by
 s(c̄) = sqrt(min(c̄/4, 1)) (CodeGrep §3.5 Eq. 6-7). The environment computes
@@ -32,6 +39,8 @@ from typing import Optional
 
 import torch
 
+from .recipes import load_presets
+
 
 @dataclass(frozen=True)
 class LossSettings:
@@ -44,12 +53,10 @@ class LossSettings:
     length_normaliser: float
 
 
-# The recipes' defaults, in one place (see the table above).
-DEFAULTS = {
-    "grpo": dict(clip_low=0.2, clip_high=0.2, kl_beta=0.02, normalize_advantage_std=True),
-    "gspo": dict(clip_low=3e-4, clip_high=4e-4, kl_beta=0.0, normalize_advantage_std=False),
-    "dr_grpo": dict(clip_low=0.2, clip_high=0.2, kl_beta=0.0, normalize_advantage_std=False),
-}
+# Each algorithm's loss shape, from lib/recipes/presets.json (see the table
+# above); kl_beta defaults to 0 here because beta belongs to the recipe.
+DEFAULTS = {name: {**{k: v["value"] for k, v in shape.items()}, "kl_beta": 0.0}
+            for name, shape in load_presets()["algorithms"].items()}
 
 # Added to the group std before dividing, as in TRL / ms-swift (which CodeGrep
 # trained with): a group whose rewards are all equal gets advantage 0, not NaN.
@@ -108,13 +115,25 @@ class LossOutput:
     kl_sum: torch.Tensor        # [batch] sum over the sequence's tokens of the k3 KL (0 if no ref)
 
 
+def truncated_is_weights(old_logps: torch.Tensor, sampler_logps: torch.Tensor, mask: torch.Tensor,
+                         cap: float, per_sequence: bool) -> torch.Tensor:
+    """min(pi_old / pi_sampler, cap), detached: [batch, tokens], or [batch] for
+    a sequence-level ratio (GSPO: exp of the mean token log-ratio)."""
+    log_ratio = ((old_logps - sampler_logps) * mask).detach()
+    if per_sequence:
+        log_ratio = log_ratio.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+    return torch.exp(log_ratio).clamp(max=cap)
+
+
 def policy_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: Optional[torch.Tensor],
-                mask: torch.Tensor, advantages: torch.Tensor, settings: LossSettings) -> LossOutput:
+                mask: torch.Tensor, advantages: torch.Tensor, settings: LossSettings,
+                is_weights: Optional[torch.Tensor] = None) -> LossOutput:
     """Per-sequence policy loss for one micro-batch.
 
     logps, old_logps, ref_logps, mask: [batch, tokens] (mask 1 = a token the
     policy generated; every other position is ignored). advantages: [batch].
-    A sequence with no masked-in token contributes 0.
+    is_weights: truncated importance-sampling weights ([batch, tokens], or
+    [batch] for GSPO), or None. A sequence with no masked-in token contributes 0.
     """
     mask = mask.to(logps.dtype)
     n_tokens = mask.sum(dim=1)
@@ -135,6 +154,8 @@ def policy_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: Optiona
         unclipped = seq_ratio * adv
         clipped_obj = seq_ratio.clamp(lo, hi) * adv
         per_seq = -torch.minimum(unclipped, clipped_obj)
+        if is_weights is not None:
+            per_seq = per_seq * is_weights
         if settings.kl_beta > 0:
             per_seq = per_seq + settings.kl_beta * kl_sum / safe_tokens
         clipped = (clipped_obj < unclipped).to(logps.dtype)
@@ -145,7 +166,10 @@ def policy_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: Optiona
     ratio = torch.exp(log_ratio)
     unclipped = ratio * adv[:, None]
     clipped_obj = ratio.clamp(lo, hi) * adv[:, None]
-    per_token = -torch.minimum(unclipped, clipped_obj) + settings.kl_beta * kl_tokens
+    surrogate = -torch.minimum(unclipped, clipped_obj)
+    if is_weights is not None:
+        surrogate = surrogate * is_weights
+    per_token = surrogate + settings.kl_beta * kl_tokens
     per_token = per_token * mask
     clipped = ((clipped_obj < unclipped).to(logps.dtype) * mask).sum(dim=1)
     if settings.algorithm == "grpo":

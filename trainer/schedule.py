@@ -1,5 +1,6 @@
-"""Learning-rate schedule: linear warmup then cosine decay (CodeGrep App. A.4:
-peak 5e-6, cosine decay, 5% linear warmup)."""
+"""Learning-rate schedules: linear warmup then cosine decay (CodeGrep App. A.4:
+peak 5e-6, cosine decay, 5% linear warmup), or constant (CodeScout §4.1:
+constant 1e-6). The recipe preset picks one (lib/recipes/presets.json)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,14 @@ def warmup_cosine(total_updates: int, warmup_ratio: float):
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
     return multiplier
+
+
+def lr_multiplier(schedule: str, total_updates: int, warmup_ratio: float):
+    """The LambdaLR multiplier of `schedule` ("cosine" or "constant", both after
+    an optional linear warmup)."""
+    if schedule == "cosine":
+        return warmup_cosine(total_updates, warmup_ratio)
+    if schedule == "constant":
+        warmup = math.ceil(warmup_ratio * total_updates)
+        return lambda i: (i + 1) / warmup if i < warmup else 1.0
+    raise ValueError(f"unknown lr schedule {schedule!r}; expected cosine or constant")

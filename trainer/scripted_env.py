@@ -36,13 +36,17 @@ class ScriptedEnv:
     """Episode bookkeeping with scripted observations and rewards."""
 
     def __init__(self, max_turns: int = 4, tool_calls_per_turn: int = 2, observation_chars: int = 60,
-                 advantage_scale: float = 1.0, step_delay_s: float = 0.0, system_prompt: str = "Find the files."):
+                 advantage_scale: float = 1.0, step_delay_s: float = 0.0, system_prompt: str = "Find the files.",
+                 last_turn_reminder: str = None):
         self.max_turns = max_turns
         self.tool_calls_per_turn = tool_calls_per_turn
         self.observation_chars = observation_chars
         self.advantage_scale = advantage_scale
         self.step_delay_s = step_delay_s
         self.system_prompt = system_prompt
+        # A user message after the tool results before the last turn, like the
+        # real environment's "1 turn left" note (it moves Qwen3's "last user query").
+        self.last_turn_reminder = last_turn_reminder
         self.episodes = {}
         self.requests = []  # (path, body) of every request, for tests
         self._ids = itertools.count()
@@ -75,6 +79,8 @@ class ScriptedEnv:
                 {"role": "tool", "name": "grep", "tool_call_id": f"call-{i}",
                  "content": self._observation(s["assistantText"], i)}
                 for i in range(self.tool_calls_per_turn)]
+            if observations and self.last_turn_reminder and len(ep["texts"]) == self.max_turns - 1:
+                observations.append({"role": "user", "content": self.last_turn_reminder})
             results.append({"episodeId": s["episodeId"], "observations": observations, "done": ep["done"]})
         return {"results": results}
 
@@ -140,9 +146,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tool-calls-per-turn", type=int, default=8)
     parser.add_argument("--observation-chars", type=int, default=400)
     parser.add_argument("--advantage-scale", type=float, default=1.0)
+    parser.add_argument("--last-turn-reminder", default=None,
+                        help="a user message sent with the tool results before the last turn")
     args = parser.parse_args(argv)
     server = serve(ScriptedEnv(args.max_turns, args.tool_calls_per_turn, args.observation_chars,
-                               args.advantage_scale), args.port)
+                               args.advantage_scale, last_turn_reminder=args.last_turn_reminder), args.port)
     print(json.dumps({"url": f"http://127.0.0.1:{server.server_address[1]}"}), flush=True)
     try:
         threading.Event().wait()

@@ -35,14 +35,14 @@ import torch
 
 from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, resolve_resume,
                          restore_rng_state, save_checkpoint)
-from .config import TrainConfig, config_to_dict, load_config
+from .config import TrainConfig, config_to_dict, load_config_with_recipe
 from .data import data_fingerprint, load_instance_ids, next_batch
 from .env_client import EnvClient
 from .loss import group_advantages, loss_settings
 from .policy import count_parameters, load_policy, pick_device_and_dtype, trainable_parameters
 from .rollout import (HFGenerator, RolloutLimits, Sampling, StepAborted, VllmGenerator, run_rollouts,
                       stop_token_ids)
-from .schedule import warmup_cosine
+from .schedule import lr_multiplier
 from .tokens import ChatTokens
 from .update import TrainItem, policy_update
 
@@ -101,6 +101,7 @@ def env_seed(seed: int, step: int) -> int:
 
 
 def make_generator(cfg: TrainConfig, model, tokenizer, stops: list, device):
+    """HF or vLLM sampling with exactly the config's temperature / top-p / top-k."""
     sampling = Sampling(cfg.temperature, cfg.top_p, cfg.top_k)
     use_vllm = cfg.generator == "vllm"
     if cfg.generator == "auto" and device.type == "cuda":
@@ -139,7 +140,8 @@ def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_un
     for r, adv in zip(ordered, advantages):
         masked = mask_unanswered and r.outcome.hit_turn_limit and not r.outcome.answered
         items.append(TrainItem(ids=r.sequence.ids, mask=r.sequence.mask, advantage=adv,
-                               weight=0.0 if masked else 1.0))
+                               weight=0.0 if masked else 1.0,
+                               sampler_logprobs=getattr(r.sequence, "sampler_logprobs", None)))
     return ordered, items
 
 
@@ -174,17 +176,32 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cfg = load_config(args.config)
+    cfg, recipe = load_config_with_recipe(args.config)
     os.makedirs(cfg.output_dir, exist_ok=True)
     emit = Emitter(cfg.output_dir)
     stop = StopRequest().install()
     try:
-        return train(cfg, args.resume, emit, stop)
+        return train(cfg, args.resume, emit, stop, recipe)
     finally:
         stop.uninstall()
 
 
-def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
+def load_chat(cfg: TrainConfig, tokenizer) -> ChatTokens:
+    """The chat template (the model's, or the config's override file), checked
+    at start-up: a template that cannot give prefix-stable sequences fails
+    here, naming the model directory, not in the middle of a run."""
+    source = f"model {cfg.model_path}"
+    if cfg.chat_template is not None:
+        with open(cfg.chat_template, encoding="utf-8") as f:
+            tokenizer.chat_template = f.read()
+        source = f"chat template {cfg.chat_template} (for model {cfg.model_path})"
+        log(f"chat template replaced by {cfg.chat_template} (config key chat_template)")
+    chat = ChatTokens(tokenizer, cfg.chat_template_kwargs, source=source)
+    chat.check_template()
+    return chat
+
+
+def train(cfg: TrainConfig, resume, emit, stop: StopRequest, recipe: dict = None) -> int:
     seed_everything(cfg.seed)
     device, dtype = pick_device_and_dtype(cfg.dtype)
     instance_ids = load_instance_ids(cfg.data.instance_ids, cfg.data.path, cfg.data.column)
@@ -192,11 +209,11 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
 
     model, tokenizer = load_policy(cfg.model_path, cfg.lora, dtype, device,
                                    cfg.gradient_checkpointing and device.type == "cuda")
-    chat = ChatTokens(tokenizer, cfg.chat_template_kwargs)
+    chat = load_chat(cfg, tokenizer)
     stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, warmup_cosine(cfg.total_steps * cfg.mini_batches_per_step, cfg.warmup_ratio))
+        optimizer, lr_multiplier(cfg.lr_schedule, cfg.total_steps * cfg.mini_batches_per_step, cfg.warmup_ratio))
     settings = loss_settings(cfg.algorithm, cfg.max_new_tokens, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
                              kl_beta=cfg.kl_beta, normalize_advantage_std=cfg.normalize_advantage_std)
     limits = RolloutLimits(cfg.max_turns, cfg.max_new_tokens,
@@ -218,11 +235,21 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
 
     total, trainable = count_parameters(model)
     generator = make_generator(cfg, model, tokenizer, stops, device)
+    ignored = getattr(generator, "ignored_generation_config", None) or {}
+    if ignored:
+        log(f"ignoring the model's generation_config settings {ignored}: only the config's sampling applies")
+    if recipe is None:
+        from .config import parse_config_with_recipe
+        recipe = parse_config_with_recipe(config_to_dict(cfg))[1]
     emit("start", step=step, total_steps=cfg.total_steps, algorithm=cfg.algorithm, device=str(device),
          dtype=str(dtype).replace("torch.", ""), generator=generator.name, parameters=total,
-         trainable_parameters=trainable, instances=len(instance_ids), loss=settings.__dict__)
+         trainable_parameters=trainable, instances=len(instance_ids), recipe=recipe, loss=settings.__dict__,
+         ignored_generation_config=ignored)
     with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:
         json.dump(config_to_dict(cfg), f, indent=2)
+    # The effective recipe, for the run report (activities/training-report.ts).
+    with open(os.path.join(cfg.output_dir, "recipe.json"), "w", encoding="utf-8") as f:
+        json.dump(recipe, f, indent=2)
 
     client = EnvClient(cfg.env_url, cfg.env_timeout_s)
     last_saved = step if checkpoint is not None else None
@@ -259,7 +286,8 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
         update = policy_update(model, optimizer, scheduler, items, settings, pad_id=tokenizer.pad_token_id,
                                device=device, micro_batch_tokens=cfg.micro_batch_tokens,
                                mini_batches=cfg.mini_batches_per_step, max_grad_norm=cfg.max_grad_norm,
-                               track_kl=cfg.track_kl)
+                               track_kl=cfg.track_kl, temperature=cfg.temperature,
+                               importance_sampling_cap=cfg.importance_sampling_cap)
         updated = time.perf_counter()
         step, position = step + 1, next_position
 
@@ -267,6 +295,8 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest) -> int:
         metrics = {"step": step, "epoch": position_at_start.epoch, **rollout_metrics(rollouts, items),
                    "kl": update["kl"], "loss": update["loss"], "clip_ratio": update["clip_ratio"],
                    "grad_norm": update["grad_norm"], "lr": update["lr"],
+                   "sampler_logprob_diff": update["sampler_logprob_diff"],
+                   "is_weight_mean": update["is_weight_mean"],
                    "step_time_s": updated - started, "rollout_time_s": rolled - started,
                    "update_time_s": updated - rolled, "rollout_tokens": rollout_tokens,
                    "train_tokens": update["train_tokens"],

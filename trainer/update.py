@@ -7,10 +7,19 @@ gradient of the mean loss over all rollouts regardless of micro-batching.
 Rollouts whose loss is masked (CodeScout §3.4) still count in that
 denominator: masking removes their gradient, it does not up-weight the rest.
 
-With one mini-batch (the default, as in the papers' synchronous runs) the
-policy that sampled the rollouts is the current one, so pi_old is the current
-log-prob detached (ratio 1, gradient of the plain policy-gradient objective).
-With more, pi_old is computed once before the first update.
+pi_old is the trainer's log-prob of each sampled token before this step's
+first optimizer update. With one mini-batch (the default, as in the papers'
+synchronous runs) that is the current log-prob detached (ratio 1: the clip
+cannot act, the gradient is the plain policy gradient); with more, pi_old is
+computed once before the first update, so later mini-batches are off-policy
+and the clip acts.
+
+Log-probs use the sampling temperature (policy.token_logprobs). Where the
+sampler reported its own per-token log-probs, the step reports the mean
+|log pi_sampler - log pi_old| over trained tokens (`sampler_logprob_diff`),
+and with `importance_sampling_cap` each token's term is weighted by
+min(pi_old / pi_sampler, cap) (loss.truncated_is_weights). The reference
+forward (adapter off) runs only when kl_beta > 0 or KL is tracked.
 """
 
 from __future__ import annotations
@@ -19,7 +28,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .loss import LossSettings, kl_k3, policy_loss
+from typing import Optional
+
+from .loss import LossSettings, kl_k3, policy_loss, truncated_is_weights
 from .policy import token_logprobs
 
 
@@ -29,6 +40,7 @@ class TrainItem:
     mask: list
     advantage: float
     weight: float  # 1 = trained, 0 = loss masked
+    sampler_logprobs: Optional[list] = None  # aligned with ids; None = the sampler reported none
 
 
 def micro_batches(lengths: list, indices: list, max_tokens: int) -> list:
@@ -44,6 +56,18 @@ def micro_batches(lengths: list, indices: list, max_tokens: int) -> list:
     if current:
         batches.append(current)
     return batches
+
+
+def collate_sampler_logprobs(items: list, rows: list, device) -> tuple:
+    """([rows, width] sampler log-probs, [rows] 1 where the row has them)."""
+    width = max(len(items[i].ids) for i in rows)
+    values = torch.zeros((len(rows), width), dtype=torch.float32)
+    present = torch.zeros(len(rows), dtype=torch.float32)
+    for r, i in enumerate(rows):
+        if items[i].sampler_logprobs is not None:
+            values[r, :len(items[i].ids)] = torch.tensor(items[i].sampler_logprobs, dtype=torch.float32)
+            present[r] = 1.0
+    return values.to(device), present.to(device)
 
 
 def collate(items: list, rows: list, pad_id: int, device) -> tuple:
@@ -63,7 +87,7 @@ def collate(items: list, rows: list, pad_id: int, device) -> tuple:
 
 def policy_update(model, optimizer, scheduler, items: list, settings: LossSettings, *, pad_id: int,
                   device, micro_batch_tokens: int, mini_batches: int, max_grad_norm: float,
-                  track_kl: bool) -> dict:
+                  track_kl: bool, temperature: float = 1.0, importance_sampling_cap: Optional[float] = None) -> dict:
     """Run `mini_batches` optimizer updates over `items`; return the update's stats."""
     params = [p for p in model.parameters() if p.requires_grad]
     lengths = [len(it.ids) for it in items]
@@ -73,6 +97,7 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
     splits = [list(range(s, min(s + size, len(items)))) for s in range(0, len(items), size)]
     plans = [(rows_all, micro_batches(lengths, [i for i in rows_all if items[i].weight > 0], micro_batch_tokens))
              for rows_all in splits]
+    logprobs = lambda ids, attn, lmask: token_logprobs(model, ids, attn, lmask, temperature=temperature)  # noqa: E731
 
     model.train()
     old_cache = {}
@@ -81,9 +106,10 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             for _, micros in plans:
                 for rows in micros:
                     ids, attn, lmask, _ = collate(items, rows, pad_id, device)
-                    old_cache[tuple(rows)] = token_logprobs(model, ids, attn, lmask)
+                    old_cache[tuple(rows)] = logprobs(ids, attn, lmask)
 
-    totals = dict(loss=0.0, clipped=0.0, clip_units=0.0, kl_sum=0.0, kl_tokens=0.0, tokens=0)
+    totals = dict(loss=0.0, clipped=0.0, clip_units=0.0, kl_sum=0.0, kl_tokens=0.0, tokens=0,
+                  mismatch_sum=0.0, mismatch_tokens=0.0, is_weight_sum=0.0, is_weight_units=0.0)
     grad_norms, lrs = [], []
     for rows_all, micros in plans:
         optimizer.zero_grad(set_to_none=True)
@@ -93,10 +119,23 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             ref = None
             if need_ref:
                 with torch.no_grad(), model.disable_adapter():
-                    ref = token_logprobs(model, ids, attn, lmask)
-            logps = token_logprobs(model, ids, attn, lmask)
+                    ref = logprobs(ids, attn, lmask)
+            logps = logprobs(ids, attn, lmask)
             old = old_cache.get(tuple(rows), logps.detach())
-            out = policy_loss(logps, old, ref if settings.kl_beta > 0 else None, lmask, adv, settings)
+            sampler, has_sampler = collate_sampler_logprobs(items, rows, device)
+            sampled_mask = lmask * has_sampler[:, None]
+            totals["mismatch_sum"] += float(((sampler - old).abs() * sampled_mask).sum())
+            totals["mismatch_tokens"] += float(sampled_mask.sum())
+            is_weights = None
+            if importance_sampling_cap is not None:
+                per_sequence = settings.algorithm == "gspo"
+                # Rows without sampler log-probs get weight 1 (log-ratio 0).
+                is_weights = truncated_is_weights(old, torch.where(sampled_mask > 0, sampler, old), lmask,
+                                                  importance_sampling_cap, per_sequence)
+                units = (lmask.sum(dim=1) > 0).float() if per_sequence else lmask
+                totals["is_weight_sum"] += float((is_weights * units).sum())
+                totals["is_weight_units"] += float(units.sum())
+            out = policy_loss(logps, old, ref if settings.kl_beta > 0 else None, lmask, adv, settings, is_weights)
             loss = out.per_sequence.sum() / denominator
             loss.backward()
             totals["loss"] += float(loss.detach())
@@ -118,4 +157,10 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
         "grad_norm": sum(grad_norms) / len(grad_norms),
         "lr": lrs[0],
         "train_tokens": totals["tokens"],
+        "reference_forward": need_ref,
+        # mean |log pi_sampler - log pi_old| per trained token (null: no sampler log-probs)
+        "sampler_logprob_diff": (totals["mismatch_sum"] / totals["mismatch_tokens"]
+                                 if totals["mismatch_tokens"] else None),
+        "is_weight_mean": (totals["is_weight_sum"] / totals["is_weight_units"]
+                           if totals["is_weight_units"] else None),
     }

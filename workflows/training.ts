@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { TrainSegmentResult, TrainingCarry, TrainingProgress, TrainingResult, TrainingStatus } from '../schemas/training';
@@ -74,7 +75,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
   const tracker = new StageTracker(config.runId, config.recipe, trainingStages);
-  upsertMemo({ config: { runId: config.runId, recipe: t.recipe, algorithm: t.algorithm, steps: t.steps, segmentSteps: t.segmentSteps, model: t.modelDir, smokeRun: t.smokeRun } });
+  upsertMemo({ config: { runId: config.runId, recipe: t.recipe, algorithm: effectiveAlgorithm(t), steps: t.steps, segmentSteps: t.segmentSteps, model: t.modelDir, smokeRun: t.smokeRun } });
 
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
@@ -114,7 +115,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     stopRequested: state.stopRequested,
     latest: state.latest,
     recipe: t.recipe,
-    algorithm: t.algorithm,
+    algorithm: effectiveAlgorithm(t),
     smokeRun: t.smokeRun,
     notes: state.notes,
   });
@@ -122,7 +123,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     const latest = state.latest;
     const counts: Record<string, number> = { segment: state.segment };
     if (state.checkpointStep !== null) counts.checkpointStep = state.checkpointStep;
-    if (latest) Object.assign(counts, { reward: latest.rewardMean, kl: latest.kl, turns: latest.turnsMean, completionTokens: latest.completionLenMean });
+    if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
     tracker.progress({ stage: 'training', done: state.step, total: state.budget, unit: 'steps', counts });
   };
   const interrupt = (why: 'pause' | 'stop' | 'budget') => {
@@ -233,7 +234,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     runDir: config.runDir,
     step: state.step,
     recipe: t.recipe,
-    algorithm: t.algorithm,
+    algorithm: effectiveAlgorithm(t),
     budget: state.budget,
     stoppedEarly: state.step < state.budget,
     smokeRun: t.smokeRun,

@@ -1,5 +1,6 @@
 import type { AnswerFormat } from '../../schemas/agent';
 import type { TrainingRecipe } from '../../schemas/training';
+import { recipePreset } from '../recipes';
 
 export interface RecipeDefinition {
   recipe: TrainingRecipe;
@@ -19,14 +20,10 @@ export interface RecipeDefinition {
  * the terminal tool and `localization_finish`. The rewards themselves live in lib/rewards.
  */
 export function recipeDefinition(recipe: TrainingRecipe): RecipeDefinition {
-  switch (recipe) {
-    case 'v1':
-    case 'v2':
-    case 'v3':
-      return { recipe, answerFormat: 'codegrep', maskUnansweredAtTurnLimit: false };
-    case 'codescout':
-      return { recipe, answerFormat: 'codescout', maskUnansweredAtTurnLimit: true };
-    default:
-      throw new RangeError(`unknown training recipe ${JSON.stringify(recipe)} (expected v1, v2, v3 or codescout)`);
+  if (!['v1', 'v2', 'v3', 'codescout'].includes(recipe)) {
+    throw new RangeError(`unknown training recipe ${JSON.stringify(recipe)} (expected v1, v2, v3 or codescout)`);
   }
+  // The values come from the one preset file, lib/recipes/presets.json (each with its paper section).
+  const { answerFormat, maskUnansweredAtTurnLimit } = recipePreset(recipe);
+  return { recipe, answerFormat, maskUnansweredAtTurnLimit };
 }

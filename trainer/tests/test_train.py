@@ -62,19 +62,35 @@ def test_one_step_changes_the_lora_weights_and_nothing_else(tiny_model_dir, env_
 
 def test_step_line_reports_the_training_metrics(tmp_path, tiny_model_dir, env_server, capsys):
     _, url = env_server
-    config = tiny_config(tmp_path, url, tiny_model_dir, total_steps=1, algorithm="gspo")
+    config = tiny_config(tmp_path, url, tiny_model_dir, total_steps=1, recipe="codescout", lr=1e-2)
+    del config["algorithm"]
     assert train.main(["--config", write_config(tmp_path, config)]) == 0
     lines = _step_lines(capsys.readouterr().out)
     assert [line["event"] for line in lines] == ["start", "checkpoint", "step", "done"]
     step = lines[2]
     for key in ("step", "reward_mean", "reward_std", "reward_components", "kl", "turns_mean",
                 "tool_calls_per_turn_mean", "completion_len_mean", "clip_ratio", "grad_norm", "lr",
-                "step_time_s", "rollout_tokens_per_s", "train_tokens_per_s", "checkpoint"):
+                "step_time_s", "rollout_tokens_per_s", "train_tokens_per_s", "checkpoint",
+                "sampler_logprob_diff", "is_weight_mean"):
         assert key in step, key
-    assert step["step"] == 1 and step["turns_mean"] == 2 and step["tool_calls_per_turn_mean"] == 2
-    assert step["completion_len_mean"] == 8 and step["truncated_ratio"] == 0 and step["hit_turn_limit_ratio"] == 0
+    assert step["step"] == 1 and 1 <= step["turns_mean"] <= 2 and step["tool_calls_per_turn_mean"] == 2
+    assert 0 < step["completion_len_mean"] <= 12 and step["hit_turn_limit_ratio"] == 0
     assert set(step["reward_components"]) == {"file_fbeta", "line_fbeta"}
-    assert lines[0]["loss"]["clip_high"] == 4e-4 and lines[0]["loss"]["kl_beta"] == 0.0
+    # CodeScout's optimisation (finding 4): GSPO, its clip, no KL, no std, and no
+    # reference forward at all (beta 0, KL tracking off), so no KL to report.
+    assert lines[0]["loss"]["algorithm"] == "gspo" and lines[0]["loss"]["clip_high"] == 4e-4
+    assert lines[0]["loss"]["kl_beta"] == 0.0 and lines[0]["loss"]["normalize_advantage_std"] is False
+    assert step["kl"] is None
+    # The first line prints the effective recipe, each value with its source.
+    recipe = lines[0]["recipe"]
+    assert recipe["recipe"] == {"value": "codescout", "source": "config"}
+    assert recipe["algorithm"]["value"] == "gspo" and "CodeScout §3.4" in recipe["algorithm"]["source"]
+    assert recipe["lr"] == {"value": 1e-2, "source": "config"}  # an explicit key overrides the preset
+    assert recipe["lr_schedule"]["value"] == "constant" and recipe["max_turns"] == {"value": 2, "source": "config"}
+    with open(os.path.join(config["output_dir"], "recipe.json")) as f:
+        assert json.load(f) == recipe
+    # HF samples from the training model itself: sampler and trainer log-probs agree.
+    assert step["sampler_logprob_diff"] < 1e-4 and step["is_weight_mean"] is None
     with open(os.path.join(config["output_dir"], "metrics.jsonl")) as f:
         assert json.loads(f.readline())["step"] == 1
 

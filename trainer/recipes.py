@@ -1,0 +1,69 @@
+"""Recipe presets: CodeGrep v1/v2/v3 and CodeScout, read from lib/recipes/presets.json.
+
+That JSON file is the one place the papers' recipe values live; the
+TypeScript side (lib/recipes/index.ts) reads the same file for what the
+environment needs (answer format, reward, masking, turn limit). A config's
+`recipe` fills every trainer key the preset names, then the recipe's
+algorithm fills its loss shape (clip range, std normalisation); keys given
+explicitly in the config win over both. `resolve_recipe` returns the merged
+config plus the effective recipe with, per key, its value and where it came
+from (the paper section, or "config" for an explicit key).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+PRESETS_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib", "recipes",
+                            "presets.json")
+
+# Preset keys that describe the environment (the TypeScript server applies
+# them); the trainer reports them but has no config key for them.
+ENVIRONMENT_KEYS = ("reward", "advantage_scale", "answer_format")
+
+
+def load_presets(path: str = PRESETS_PATH) -> dict:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"recipe presets {path!r} not found (they ship with the repository: lib/recipes/)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def recipe_names(presets: dict = None) -> list:
+    return sorted((presets or load_presets())["recipes"])
+
+
+def resolve_recipe(raw: dict, presets: dict = None) -> tuple:
+    """(config dict with the preset applied, effective recipe {key: {value, source}}).
+
+    `raw` is the config as given; its `recipe` (default codegrep-v3) names
+    the preset. Raises ValueError naming a bad recipe or algorithm.
+    """
+    presets = presets or load_presets()
+    name = raw.get("recipe", "codegrep-v3")
+    if name not in presets["recipes"]:
+        raise ValueError(f"config key 'recipe': must be one of {', '.join(recipe_names(presets))}, got {name!r}")
+    recipe = presets["recipes"][name]
+    merged = dict(raw)
+    effective = {"recipe": {"value": name, "source": "config" if "recipe" in raw else "default"}}
+    for key, entry in recipe.items():
+        if key in ENVIRONMENT_KEYS:
+            effective[key] = dict(entry)
+            continue
+        if raw.get(key) is not None:
+            effective[key] = {"value": raw[key], "source": "config"}
+        else:
+            merged[key] = entry["value"]
+            effective[key] = dict(entry)
+    algorithm = merged["algorithm"]
+    if algorithm not in presets["algorithms"]:
+        raise ValueError(f"config key 'algorithm': must be one of {', '.join(presets['algorithms'])}, "
+                         f"got {algorithm!r}")
+    for key, entry in presets["algorithms"][algorithm].items():
+        if raw.get(key) is not None:
+            effective[key] = {"value": raw[key], "source": "config"}
+        else:
+            merged[key] = entry["value"]
+            effective[key] = dict(entry)
+    return merged, effective
