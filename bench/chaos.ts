@@ -467,6 +467,18 @@ async function main(): Promise<number> {
   return failures === 0 ? 0 : 1;
 }
 
+// Stopped by a signal: stop the worker and the server this suite started (they run in their own process groups).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      if (worker) await killWorkerProcess(worker);
+      await killServer();
+      rmSync(work, { recursive: true, force: true });
+      process.exit(130);
+    })();
+  });
+}
+
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
