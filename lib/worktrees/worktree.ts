@@ -143,7 +143,8 @@ export async function inspectWorktree(
   if (!registered) return { state: 'broken', reason: 'the directory exists but git does not list it as a worktree' };
   if (registered.prunable) return { state: 'broken', reason: 'git lists it as prunable' };
 
-  const local = { cwd: wt, timeoutMs: localOpts(wt, opts, repo).timeoutMs, signal: opts.signal };
+  // hardened: a worktree's files come from an untrusted repository (and run checkouts from an agent).
+  const local = { cwd: wt, timeoutMs: localOpts(wt, opts, repo).timeoutMs, signal: opts.signal, hardened: true };
   const revs = await runGit(['rev-parse', '--absolute-git-dir', '--git-common-dir', 'HEAD'], local);
   if (revs.code !== 0) return { state: 'broken', reason: `git rev-parse fails in it: ${revs.stderr.trim()}` };
   const [adminDir = '', commonDir = '', head = ''] = revs.stdout.trim().split('\n');
@@ -213,7 +214,7 @@ async function samePath(a: string, b: string): Promise<boolean> {
 export async function removeWorktree(bare: string, wt: string, repo: RepoName, opts: GitTimeouts): Promise<void> {
   const local = localOpts(bare, opts, repo);
   // Twice --force: also removes a locked worktree. Failure is fine: the rm and prune below finish the job.
-  await runGit(['worktree', 'remove', '--force', '--force', wt], local);
+  await runGit(['worktree', 'remove', '--force', '--force', wt], { ...local, hardened: true });
   await fs.rm(wt, { recursive: true, force: true });
   await git(['worktree', 'prune'], local);
   // `worktree add` locks its entry ("initializing") until the checkout ends; prune keeps locked entries, and
