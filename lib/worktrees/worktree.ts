@@ -66,8 +66,9 @@ async function ensureWorktreeLocked(
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);
-  // Before any `git worktree` command: a half-made admin entry makes every one of them fail.
+  // Before any other git command: what a killed git left (a half-made admin entry, a lock file) makes the next one fail.
   await removeInterruptedAdds(bare, opts.worktreesDir);
+  await removeStaleLocks(bare);
 
   const found = await inspectWorktree(bare, wt, commit, repo, opts);
   if (found.state === 'valid') {
@@ -258,6 +259,33 @@ export async function removeInterruptedAdds(bare: string, worktreesDir: string):
     }
     await fs.rm(entry, { recursive: true, force: true });
     removed.push(id);
+  }
+  return removed;
+}
+
+/** Lock files git creates while it changes a repository; a killed git leaves them, and the next one refuses to run. */
+const GIT_LOCK_FILES = ['shallow.lock', 'packed-refs.lock', 'config.lock', 'HEAD.lock', 'FETCH_HEAD.lock', 'index.lock'];
+
+/**
+ * Removes the lock files a killed `git fetch` (or `clone`, `config`) left in the bare clone: `shallow.lock`
+ * after a killed `fetch --depth=1` makes every later fetch die with "Unable to create '…/shallow.lock': File
+ * exists" (found by lib/worktrees/worktree-kill.test.ts), and ref locks block updating those refs. Caller
+ * holds the repository lock, so no git of ours is running in this repository: every lock is a dead one.
+ * Only `*.lock` files are touched. Returns the paths removed (relative to the bare clone).
+ */
+export async function removeStaleLocks(bare: string): Promise<string[]> {
+  const removed: string[] = [];
+  const candidates = [...GIT_LOCK_FILES];
+  const refs = path.join(bare, 'refs');
+  for (const entry of (await fs.readdir(refs, { recursive: true }).catch(() => [] as string[])) as string[]) {
+    if (entry.endsWith('.lock')) candidates.push(path.join('refs', entry));
+  }
+  for (const rel of candidates) {
+    const file = path.join(bare, rel);
+    if (await fs.lstat(file).then((st) => st.isFile(), () => false)) {
+      await fs.rm(file, { force: true });
+      removed.push(rel);
+    }
   }
   return removed;
 }
