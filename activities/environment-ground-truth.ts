@@ -14,7 +14,8 @@ import {
   type GroundTruthSummary,
 } from '../schemas/environment';
 import { groundTruthToColumns, type GroundTruth } from '../schemas/ground-truth';
-import { parseInstanceRecord } from '../schemas/instances';
+import { parseInstanceRecord, type FileChange } from '../schemas/instances';
+import { targetsFromFileChanges } from '../lib/patch/codescout-layout';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
 import { ProgressReporter } from './progress';
@@ -62,30 +63,43 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   const outPath = path.join(input.runDir, 'environment', 'samples.parquet');
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
-  const configHash = hashConfig({ stage: 'ground-truth' });
-  const cached = await findCachedArtifact(outPath, { schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME, schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION, inputs, configHash });
-  if (cached) {
-    log.info('ground truth: cache hit', { samples: cached.uri });
-    return { samples: cached, summary: await summarizeCached(cached.uri), cached: true };
-  }
-  const summary = emptySummary();
-
+  // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.
+  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped' });
   const worktreeByCommit = new Map<string, string>();
   for await (const record of readRows(input.worktrees.uri)) {
     if ('error' in record) continue;
     const row = WorktreeResultSchema.parse(record.row);
     if (row.status !== 'failed') worktreeByCommit.set(`${row.repo}@${row.commit}`, row.path);
   }
+  // A sample whose commit could not be materialized was dropped by the worktrees step (onUnavailable: skip,
+  // listed in environment/dropped.parquet with its reason): the later stages see only the rest.
   const samples: Sample[] = [];
+  let withoutWorktree = 0;
   for await (const record of readRows(input.samples.uri)) {
     if ('error' in record) throw new Error(`samples ${input.samples.uri} row ${record.ordinal}: ${record.error}`);
-    samples.push(SampleSchema.parse(record.row));
+    const sample = SampleSchema.parse(record.row);
+    if (worktreeByCommit.has(`${sample.repo}@${sample.baseCommit}`)) samples.push(sample);
+    else withoutWorktree++;
   }
+  const cached = await findCachedArtifact(outPath, { schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME, schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION, inputs, configHash });
+  if (cached) {
+    log.info('ground truth: cache hit', { samples: cached.uri });
+    const summary = await summarizeCached(cached.uri);
+    return { samples: cached, summary: { ...summary, samples: summary.samples + withoutWorktree, withoutWorktree }, cached: true };
+  }
+  const summary = emptySummary();
+  summary.samples = withoutWorktree;
+  summary.withoutWorktree = withoutWorktree;
+
   const wanted = new Set(samples.map((s) => s.instanceId));
   const patches = new Map<string, string>();
+  const fileChanges = new Map<string, FileChange[]>();
   for await (const record of readRows(input.instancesPath)) {
     const parsed = parseInstanceRecord(record);
-    if (parsed.ok && wanted.has(parsed.instance.instance_id)) patches.set(parsed.instance.instance_id, parsed.instance.patch);
+    if (parsed.ok && wanted.has(parsed.instance.instance_id)) {
+      patches.set(parsed.instance.instance_id, parsed.instance.patch);
+      if (parsed.instance.file_changes) fileChanges.set(parsed.instance.instance_id, parsed.instance.file_changes);
+    }
   }
 
   const progress = new ProgressReporter();
@@ -93,19 +107,23 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   try {
     for (const sample of samples) {
       summary.samples++;
-      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`) ?? null;
+      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
       let truth = emptyTruth;
       let error: string | null = null;
       const patch = patches.get(sample.instanceId);
-      if (!worktree) {
-        summary.withoutWorktree++;
-        error = 'no worktree for this commit';
-      } else if (!patch) {
+      if (!patch) {
         summary.patchErrors++;
         error = 'instance patch not found in the instances input';
       } else {
         try {
           truth = await groundTruthForPatch(patch, preImageReader(worktree));
+          // CodeScout-layout instances carry their own module / function labels: those are the targets.
+          const labelled = fileChanges.get(sample.instanceId);
+          if (labelled) {
+            const targets = targetsFromFileChanges(labelled);
+            truth = { ...truth, modules: targets.modules, functions: targets.functions };
+            summary.fromFileChanges++;
+          }
           summary.withGroundTruth++;
           summary.preImageErrors += truth.preImageErrors.length;
           summary.files += truth.files.length;
@@ -117,7 +135,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
         }
       }
       rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
-      progress.report({ stage: 'ground-truth', done: summary.samples, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
+      progress.report({ stage: 'ground-truth', done: summary.samples - withoutWorktree, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
     }
   } finally {
     progress.close();
@@ -137,7 +155,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
 }
 
 function emptySummary(): GroundTruthSummary {
-  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0 };
+  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0, fromFileChanges: 0 };
 }
 
 async function summarizeCached(uri: string): Promise<GroundTruthSummary> {
@@ -149,7 +167,6 @@ async function summarizeCached(uri: string): Promise<GroundTruthSummary> {
     summary.samples++;
     const error = row.groundTruthError as string | null;
     if (error === null) summary.withGroundTruth++;
-    else if (error === 'no worktree for this commit') summary.withoutWorktree++;
     else summary.patchErrors++;
     summary.preImageErrors += length('gold_pre_image_errors');
     summary.files += length('gold_files');

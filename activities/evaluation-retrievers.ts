@@ -4,9 +4,9 @@ import { episodeToPredictionRow, runAgentRetriever } from '../lib/agent';
 import { LlmError, LlmRequestRejectedError } from '../lib/llm/errors';
 import { locationsToSets } from '../lib/metrics/levels';
 import { RANKED_DEPTH } from '../lib/reports';
-import { indexWorktree, type WorktreeIndex } from '../lib/retrievers/bm25/worktree';
+import { collectWorktreeFiles, indexWorktree, type WorktreeIndex } from '../lib/retrievers/bm25/worktree';
 import { retrieveTopK } from '../lib/retrievers/bm25/retriever';
-import { indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense, type DenseWorktreeIndex, type EmbeddingModel } from '../lib/retrievers/dense';
+import { buildDenseIndex, indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense, type DenseWorktreeIndex, type EmbeddingModel } from '../lib/retrievers/dense';
 import { cutPrediction, readPredictionsFile } from '../lib/retrievers/predictions-file';
 import type { Prediction } from '../schemas/predictions';
 import type { EvaluationPrediction, RetrieverConfig } from '../schemas/evaluation';
@@ -103,14 +103,25 @@ async function densePredictor(retriever: Extract<RetrieverConfig, { kind: 'dense
   } catch (error) {
     throw ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message: `dense retriever "${retriever.name}": ${(error as Error).message}` });
   }
-  const index = lastIndexCache(
-    (root, commit): Promise<DenseWorktreeIndex> => indexWorktreeDense(root, commit, model, { includeTests: !retriever.excludeTests, cacheDir: context.embeddingCacheDir }),
-  );
+  const scan = { includeTests: !retriever.excludeTests };
+  const denseOptions = { cacheDir: context.embeddingCacheDir, maxChunksPerFile: retriever.maxChunksPerFile };
+  const index = lastIndexCache((root, commit): Promise<DenseWorktreeIndex> => indexWorktreeDense(root, commit, model, { ...scan, ...denseOptions }));
+  // With bm25Candidates the corpus is the instance's BM25 top files (same walker, same App. E index).
+  const bm25Index = lastIndexCache((root): Promise<WorktreeIndex> => indexWorktree(root, scan));
+  const candidateIndex = async (instance: EvaluationInstance, root: string, top: number) => {
+    const bm25 = await bm25Index(root, instance.baseCommit);
+    const candidates = new Set(retrieveTopK(bm25, instance.problemStatement, top).map((r) => r.path));
+    const { files } = await collectWorktreeFiles(root, scan);
+    return buildDenseIndex(files.filter((f) => candidates.has(f.path)), instance.baseCommit, model, { ...denseOptions, subsetOfCommit: true });
+  };
   return {
     concurrency: 1,
     async predict(instance) {
       if (!instance.worktreePath) return failedPrediction(instance, retriever, shape, noWorktree(instance));
-      const hits = await retrieveDense(await index(instance.worktreePath, instance.baseCommit), instance.problemStatement, Math.max(retriever.k, RANKED_DEPTH));
+      const corpus = retriever.bm25Candidates
+        ? await candidateIndex(instance, instance.worktreePath, retriever.bm25Candidates)
+        : await index(instance.worktreePath, instance.baseCommit);
+      const hits = await retrieveDense(corpus, instance.problemStatement, Math.max(retriever.k, RANKED_DEPTH));
       const ranked = hits.map((h) => h.path);
       return { ...emptyPrediction(instance, retriever, shape), ranked, files: ranked.slice(0, retriever.k) };
     },

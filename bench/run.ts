@@ -15,6 +15,7 @@ const benches: Record<string, { file: string; what: string }> = {
   bm25: { file: 'bm25.ts', what: 'BM25 index + queries vs rank_bm25' },
   tools: { file: 'tools.ts', what: 'grep/glob/read latency vs raw rg at concurrency 1 and 64' },
   dense: { file: 'dense.ts', what: 'dense embedding throughput on CPU' },
+  fetch: { file: 'fetch.ts', what: 'empty bare repo + fetch --depth=1 per base commit vs a full clone, over file:// (../shared/repos)' },
   worktrees: { file: 'worktrees.ts', what: 'worktree add median/p95 and disk vs full clones (BENCH_REPO_DIR for a real repository)' },
 };
 

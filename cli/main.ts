@@ -16,9 +16,10 @@ Usage:
       Start (in the background) or stop the embedded Temporal dev server (SQLite state in <data-dir>/temporal.db).
   codegrep worker
       Run the CPU worker (task queue ${temporalConfig.taskQueues.cpu}) until Ctrl-C.
-  codegrep run <config.yaml|json> [--run-id ID] [--no-embedded] [--no-worker] [--detach]
+  codegrep run <config.yaml|json> [--run-id ID] [--mirrors DIR] [--no-embedded] [--no-worker] [--detach]
       Start the pipeline on a config, draw progress bars, print the summary. Starts the embedded server and an
-      in-process worker when none is running.
+      in-process worker when none is running. --mirrors DIR reads repositories from local bare mirrors
+      <owner>__<name>.git (environment.repoSource: { kind: mirror-dir, dir: DIR }) instead of the network.
   codegrep status <runId>
       Show a run's state, its stages and the Web UI link.
   codegrep report <runId> [--data-dir runs] [--html] [--list]
@@ -26,6 +27,9 @@ Usage:
   codegrep schedule create <name> --config <file> --cron "0 3 * * *" [--catchup-window 1h] [--paused] [--note text]
   codegrep schedule list | pause <name> [--note text] | unpause <name> | trigger <name> | delete <name>
       Scheduled evaluation reruns (Temporal Schedules): each run re-evaluates the same config and keeps its report.
+  codegrep mirrors build --instances FILE --out DIR [--source-dir DIR | --url-template URL]
+      Write compact bare mirrors (exactly the instances' base commits, under refs/commits/<sha>) for offline use
+      as environment.repoSource: { kind: mirror-dir, dir: DIR }; from GitHub, or from local clones in --source-dir.
   codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]
       Remove materialized worktrees (all, or those unused for N days) and prune git's worktree lists.
   codegrep training pause|resume|stop|status <runId>
@@ -82,6 +86,7 @@ async function main(argv: string[]): Promise<number> {
         allowPositionals: true,
         options: {
           'run-id': { type: 'string' },
+          mirrors: { type: 'string' },
           'no-embedded': { type: 'boolean', default: false },
           'no-worker': { type: 'boolean', default: false },
           detach: { type: 'boolean', default: false },
@@ -92,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
       return runCommand({
         configFile,
         runId: values['run-id'],
+        mirrors: values.mirrors,
         embedded: !values['no-embedded'],
         worker: !values['no-worker'],
         detach: values.detach,
@@ -121,6 +127,10 @@ async function main(argv: string[]): Promise<number> {
       console.log(`codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`);
       for (const failure of result.failed) console.log(`  ${JSON.stringify(failure)}`);
       return result.failed.length > 0 ? 1 : 0;
+    }
+    case 'mirrors': {
+      const { mirrorsCommand } = await import('./mirrors');
+      return mirrorsCommand(rest);
     }
     case 'schedule': {
       const { scheduleCommand } = await import('./schedule');

@@ -10,7 +10,7 @@ import { liveProgress } from './live-progress';
 import { pipelineOutcome } from './pipeline-outcome';
 import { appendRunLog, closeRunLog, installRunLogger, openRunLog } from './run-log';
 import { ProgressView } from './progress-view';
-import { formatCatmSummary, formatEnvironmentSummary } from './summary-table';
+import { formatCatmSummary, formatEnvironmentSummary, formatFinalScreen } from './summary-table';
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
 import { rootMessage } from '../lib/errors/root-message';
@@ -18,6 +18,8 @@ import { rootMessage } from '../lib/errors/root-message';
 export interface RunOptions {
   configFile: string;
   runId?: string;
+  /** A folder of bare mirrors `<owner>__<name>.git`: sets environment.repoSource to it (offline runs). */
+  mirrors?: string;
   /** Start the embedded dev server when nothing answers at the address (default true for local addresses). */
   embedded: boolean;
   /** Start an in-process worker when no worker polls the task queue (default true). */
@@ -36,12 +38,23 @@ async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 
     taskQueue: { name: taskQueue },
     taskQueueType: kind === 'workflow' ? 1 : 2,
   });
-  return (response.pollers ?? []).length > 0;
+  // The server lists a poller for minutes after its worker died (e.g. a demo stopped with Ctrl-C); a live one
+  // polls again at least once per long-poll (about a minute), so only recent pollers count.
+  const now = Date.now();
+  return (response.pollers ?? []).some((poller) => {
+    const seconds = Number(poller.lastAccessTime?.seconds ?? 0);
+    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
+  });
 }
+const LIVE_POLLER_MS = 75_000;
 
 export async function runCommand(options: RunOptions): Promise<number> {
   const raw = readConfigFile(options.configFile);
   if (options.runId) raw.runId = options.runId;
+  if (options.mirrors) {
+    const environment = typeof raw.environment === 'object' && raw.environment !== null ? raw.environment : {};
+    raw.environment = { ...environment, repoSource: { kind: 'mirror-dir', dir: path.resolve(options.mirrors) } };
+  }
   if (raw.runId === undefined) {
     raw.runId = `${path.basename(options.configFile).replace(/\.(ya?ml|json)$/i, '')}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}`;
   }
@@ -122,7 +135,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
     }
     for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
     printResult(result, config.runDir, logFile);
-    console.log(`\n  Web UI: ${webUi}`);
+    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`);
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
@@ -164,7 +177,9 @@ function printResult(result: PipelineResult, runDir: string, logFile: string): v
   const failed = result.outcomes.filter((o) => o.status !== 'completed').length;
   console.log(`\ncodegrep: run ${result.runId} ${failed > 0 ? `finished with ${failed} stage(s) not completed` : 'finished'}. Artifacts in ${runDir}\n\nStages`);
   for (const outcome of result.outcomes) {
-    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${firstLine(outcome.reason)}` : ''}`);
+    const dropped = outcome.stage === 'environment' ? (result.environment?.materialize.droppedSamples ?? 0) : 0;
+    const note = dropped > 0 ? ` (${dropped} samples dropped: their commits could not be materialized; later stages ran on the rest)` : '';
+    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${firstLine(outcome.reason)}` : ''}${note}`);
   }
   if (failed > 0) console.log(`  (full messages in ${logFile})`);
   if (result.catm) {

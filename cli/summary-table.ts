@@ -1,5 +1,6 @@
 import type { CatmSummary } from '../schemas/catm';
 import type { EnvironmentResult } from '../schemas/environment';
+import type { PipelineResult } from '../workflows/pipeline';
 
 function table(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([label]) => label.length));
@@ -42,6 +43,26 @@ export function formatCatmSummary(summary: CatmSummary): string {
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
+/**
+ * The samples the environment dropped (`onUnavailable: skip`), one line per repository and reason with the
+ * instances, so a reader sees what is missing and why without opening environment/dropped.parquet.
+ */
+function droppedRows(m: EnvironmentResult['materialize']): [string, string][] {
+  if (m.droppedSamples === 0) return [];
+  const groups = new Map<string, string[]>();
+  for (const d of m.dropped) {
+    const key = `${d.repo}: ${d.reason}`;
+    groups.set(key, [...(groups.get(key) ?? []), d.instanceId]);
+  }
+  const rows: [string, string][] = [['dropped (onUnavailable: skip)', `${m.droppedSamples} samples of ${m.failed} unavailable commits; the rest go on`]];
+  for (const [why, ids] of groups) {
+    const shortWhy = why.length > 160 ? `${why.slice(0, 157)}…` : why;
+    rows.push(['', `${ids.length} × ${shortWhy}`]);
+  }
+  if (m.dropped.length < m.droppedSamples) rows.push(['', `… ${m.droppedSamples - m.dropped.length} more in environment/dropped.parquet`]);
+  return rows;
+}
+
 /** The environment stage: worktrees and ground truth. */
 export function formatEnvironmentSummary(result: EnvironmentResult): string {
   const m = result.materialize;
@@ -50,9 +71,95 @@ export function formatEnvironmentSummary(result: EnvironmentResult): string {
     ['commits', `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`],
     ['median worktree ready', m.medianMs === null ? '—' : `${m.medianMs.toFixed(0)} ms`],
     ['disk', `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`],
-    ['ground truth', `${g.withGroundTruth} of ${g.samples} samples (${g.withoutWorktree} without worktree, ${g.patchErrors} patch errors)`],
+    ...droppedRows(m),
+    ['ground truth', `${g.withGroundTruth} of ${g.samples - g.withoutWorktree} samples (${g.patchErrors} patch errors)`],
     ['files / classes / functions', `${g.files} / ${g.modules} / ${g.functions}`],
     ['worktrees', result.worktrees.uri],
+    ...(result.dropped ? [['dropped samples', `${result.dropped.uri} (${result.dropped.rows} rows)`] as [string, string]] : []),
     ['samples (with ground truth)', result.samples.uri],
   ]);
+}
+
+/** What the last screen of a run needs beyond the pipeline's result. */
+export interface FinalScreenContext {
+  runDir: string;
+  webUi: string;
+  /** Whether the config asked for the LLM judge and the downstream stage. */
+  judgeMode: 'llm' | 'none';
+  stages: readonly string[];
+  /** The evaluation's retrievers, to say how a bounded dense retriever was run. */
+  retrievers?: readonly { name: string; kind: string; bm25Candidates?: number; maxChunksPerFile?: number; modelDir?: string }[];
+}
+
+const estimate = (e: { value: number | null; ci: { low: number; high: number } | null }) =>
+  e.value === null ? '—' : `${e.value.toFixed(3)}${e.ci ? ` [${e.ci.low.toFixed(2)}, ${e.ci.high.toFixed(2)}]` : ''}`;
+
+/**
+ * The one screen a run ends on: what ran, the retrieval table (CodeGrep Table 2 and CodeScout Table 3's file
+ * level, with bootstrap intervals), where the report, the Web UI and the artifacts are, and what an endpoint
+ * would add (the LLM judge, downstream injection) with the config lines that turn them on.
+ */
+export function formatFinalScreen(result: PipelineResult, context: FinalScreenContext): string {
+  const rule = '═'.repeat(100);
+  const lines: string[] = [rule, `codegrep run ${result.runId}`];
+  const stageCells = result.outcomes.map((o) => {
+    const mark = o.status === 'completed' ? '✓' : o.status === 'failed' ? '✗ failed' : '– skipped';
+    const note =
+      o.stage === 'environment' && result.environment
+        ? ` (${result.environment.groundTruth.withGroundTruth} samples${result.environment.materialize.droppedSamples > 0 ? `, ${result.environment.materialize.droppedSamples} dropped` : ''})`
+        : o.stage === 'training' && result.training?.report.smokeRun
+          ? ' (SMOKE RUN: tiny random model, numbers mean nothing)'
+          : '';
+    return `${o.stage} ${mark}${note}`;
+  });
+  lines.push(`  stages     ${stageCells.join('  ·  ')}`);
+  const evaluation = result.evaluation;
+  if (evaluation) {
+    const s = evaluation.summaryValues;
+    const confidence = Math.round(s.bootstrap.confidence * 100);
+    lines.push('', `  Retrieval on ${s.instances} instances (${s.fileTarget} files; Fβ β = ${s.beta}; ${confidence} % bootstrap intervals, ${s.bootstrap.samples} resamples)`);
+    const header = ['retriever', `Fβ mean`, 'Fβ median', 'precision', 'recall', `Fβ≥${s.highQualityThreshold}`, 'file F1'];
+    const rows = s.retrievers.map((r) => [
+      `${r.name} (${r.kind}${r.failed ? `, ${r.failed} failed` : ''})`,
+      estimate(r.table2.fBetaMean),
+      estimate(r.table2.fBetaMedian),
+      estimate(r.table2.precision),
+      estimate(r.table2.recall),
+      estimate(r.table2.shareHighQuality),
+      estimate(r.table3.file.f1),
+    ]);
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+    const format = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
+    lines.push(format(header), format(widths.map((w) => '─'.repeat(w))), ...rows.map(format));
+    for (const failed of s.failedRetrievers) lines.push(`  ${failed.name}: failed — ${failed.reason}`);
+    for (const r of context.retrievers ?? []) {
+      if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
+      const corpus = r.bm25Candidates === undefined ? 'every file' : `each instance's BM25 top-${r.bm25Candidates} files`;
+      const chunks = r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
+      lines.push(`  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`);
+    }
+    lines.push('', `  report     ${evaluation.report.html}`, `             ${evaluation.report.markdown}  (Table 2 / Table 3 with intervals, histograms, P–R scatter)`);
+  }
+  if (result.training) lines.push(`  training   ${result.training.report.html}`);
+  lines.push(`  Web UI     ${context.webUi}`, `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: catm/, environment/, training/, evaluation/)`);
+  const missing: string[] = [];
+  if (context.judgeMode === 'none') missing.push('the LLM judge');
+  if (!context.stages.includes('downstream')) missing.push('downstream injection');
+  if (missing.length > 0) {
+    lines.push(
+      '',
+      `  Not run here: ${missing.join(' and ')} need an OpenAI-compatible endpoint. Turn them on in the config:`,
+      ...(context.judgeMode === 'none' ? ['    judge: { mode: llm, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B }'] : []),
+      ...(!context.stages.includes('downstream')
+        ? [
+            `    stages: [${[...context.stages, 'downstream'].join(', ')}]`,
+            '    downstream: { configurations: [{ name: none, source: none }, { name: bm25, source: predictions, k: 2 }], baseline: none,',
+            '                  agent: { kind: builtin, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B },',
+            '                  harness: { kind: swebench, … } }   # or local, with FAIL_TO_PASS / PASS_TO_PASS instances (README, Downstream)',
+          ]
+        : []),
+    );
+  }
+  lines.push(rule);
+  return lines.join('\n');
 }

@@ -46,6 +46,12 @@ export const EnvironmentConfigSchema = z.object({
   /** Worktrees (one per commit); default `<dataDir>/worktrees`, shared by runs. */
   worktreesDir: z.string().min(1).optional(),
   concurrencyAcrossRepos: z.number().int().min(1).max(64).default(4),
+  /**
+   * What a sample whose (repo, commit) cannot be materialized does to the stage: `fail` (default) fails the
+   * stage, all or nothing; `skip` drops those samples with their reason (environment/dropped.parquet) and the
+   * later stages run on the rest. With no usable sample left the stage fails either way.
+   */
+  onUnavailable: z.enum(['skip', 'fail']).default('fail'),
 });
 export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
 
@@ -77,7 +83,7 @@ export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
   stages: z.array(PipelineStageSchema).min(1).default(['catm']),
-  environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4 }),
+  environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4, onUnavailable: 'fail' }),
   /** Retrieval-quality evaluation (schemas/evaluation.ts); default: BM25 top-2 only. */
   evaluation: EvaluationConfigSchema.prefault({}),
   /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */

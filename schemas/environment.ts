@@ -48,13 +48,39 @@ export const MaterializeSummarySchema = z.object({
   savedRatio: z.number().nullable(),
   /** Failures that no retry can fix (unreachable repository, missing commit), one line each. */
   unreachable: z.array(z.string()),
+  onUnavailable: z.enum(['skip', 'fail']),
+  /** Samples dropped because their commit could not be materialized (`onUnavailable: skip`). */
+  droppedSamples: z.number().int(),
+  /** The dropped samples with their reason (the first DROPPED_LISTED; all of them are in environment/dropped.parquet). */
+  dropped: z.array(z.object({ instanceId: z.string(), repo: z.string(), commit: z.string(), reason: z.string() })),
 });
 export type MaterializeSummary = z.infer<typeof MaterializeSummarySchema>;
 
 export const MaterializeOutputSchema = z.object({
   worktrees: ArtifactRefSchema,
+  /** environment/dropped.parquet; null with `onUnavailable: fail` (nothing is ever dropped then). */
+  dropped: ArtifactRefSchema.nullable(),
   summary: MaterializeSummarySchema,
 });
+
+/** At most this many dropped samples are listed in the summary (workflow history); the Parquet table has all. */
+export const DROPPED_LISTED = 200;
+
+export const DROPPED_SCHEMA_NAME = 'environment-dropped';
+export const DROPPED_SCHEMA_VERSION = 1;
+/** One sample the environment stage dropped: its commit could not be materialized, and why. */
+export const droppedArrowSchema = new arrow.Schema(
+  [
+    new arrow.Field('instanceId', new arrow.Utf8(), false),
+    new arrow.Field('repo', new arrow.Utf8(), false),
+    new arrow.Field('commit', new arrow.Utf8(), false),
+    new arrow.Field('reason', new arrow.Utf8(), false),
+  ],
+  new Map([
+    ['schemaName', DROPPED_SCHEMA_NAME],
+    ['schemaVersion', String(DROPPED_SCHEMA_VERSION)],
+  ]),
+);
 export type MaterializeOutput = z.infer<typeof MaterializeOutputSchema>;
 
 export const GroundTruthInputSchema = z.object({
@@ -74,6 +100,8 @@ export const GroundTruthSummarySchema = z.object({
   files: z.number().int(),
   modules: z.number().int(),
   functions: z.number().int(),
+  /** Samples whose modules and functions come from the instance's CodeScout `file_changes` labels. */
+  fromFileChanges: z.number().int().default(0),
 });
 export type GroundTruthSummary = z.infer<typeof GroundTruthSummarySchema>;
 
@@ -82,6 +110,7 @@ export type GroundTruthOutput = z.infer<typeof GroundTruthOutputSchema>;
 
 export const EnvironmentResultSchema = z.object({
   worktrees: ArtifactRefSchema,
+  dropped: ArtifactRefSchema.nullable(),
   samples: ArtifactRefSchema,
   materialize: MaterializeSummarySchema,
   groundTruth: GroundTruthSummarySchema,

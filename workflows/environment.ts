@@ -36,12 +36,14 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
     tracker.finish('worktrees', 'failed', 'see the failure for the repositories and the mirror config key');
     throw error;
   }
-  tracker.finish('worktrees', 'completed', `${materialized.summary.commits} commits, ${materialized.summary.created} created, ${materialized.summary.reused} reused`);
+  const m = materialized.summary;
+  const droppedNote = m.droppedSamples > 0 ? `; ${m.droppedSamples} samples dropped (${m.failed} commits unavailable, see environment/dropped.parquet)` : '';
+  tracker.finish('worktrees', 'completed', `${m.commits} commits, ${m.created} created, ${m.reused} reused${droppedNote}`);
 
   tracker.start('ground-truth');
   const truth = await deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances });
   tracker.finish('ground-truth', truth.cached ? 'cached' : 'completed', `${truth.summary.withGroundTruth} of ${truth.summary.samples} samples`);
 
   tracker.complete();
-  return { worktrees: materialized.worktrees, samples: truth.samples, materialize: materialized.summary, groundTruth: truth.summary };
+  return { worktrees: materialized.worktrees, dropped: materialized.dropped, samples: truth.samples, materialize: materialized.summary, groundTruth: truth.summary };
 }

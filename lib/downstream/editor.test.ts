@@ -86,9 +86,12 @@ describe('str_replace_editor: edits', () => {
     // new_str left out deletes old_str.
     await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'c = 3\n' });
     expect(await read('pkg/mod.py')).toBe('a = 1\nb = 20\na = 1\n');
-    // Through a link that stays inside the root, the real file is edited.
-    await edit({ command: 'str_replace', path: 'inner-link.py', old_str: 'b = 20', new_str: 'b = 21' });
-    expect(await read('pkg/mod.py')).toBe('a = 1\nb = 21\na = 1\n');
+    // Never through a link, not even one that stays inside the root: the file is edited by its own path.
+    expect(await edit({ command: 'str_replace', path: 'inner-link.py', old_str: 'b = 20', new_str: 'b = 21' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/inner-link\.py is a symlink; the editor never writes through symlinks/),
+    });
+    expect(await read('pkg/mod.py')).toBe('a = 1\nb = 20\na = 1\n');
     expect((await fs.lstat(path.join(root, 'inner-link.py'))).isSymbolicLink()).toBe(true);
   });
 

@@ -2,7 +2,7 @@ import { constants, promises as fs, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { EditorArgsSchema, type EditorArgs } from '../../schemas/downstream';
 import type { ToolResult } from '../../schemas/tools';
-import { canonicalRoot, guardPath, isInside } from '../sandbox/paths';
+import { canonicalRoot, guardPath, hasGitComponent, isInside } from '../sandbox/paths';
 import { displayPath, errorResult } from '../sandbox/tool-result';
 
 /**
@@ -17,8 +17,10 @@ import { displayPath, errorResult } from '../sandbox/tool-result';
  *
  * Every path goes through lib/sandbox's path guard (resolved against the worktree root, canonicalised with
  * realpath, refused when it leaves the root — `..`, outside absolute paths, symlinks pointing out) and the
- * write goes to the canonical path, so no edit can land outside the worktree. `.git` is refused: rewriting
- * the worktree's `.git` file would point git at another repository. Files are edited as exact text (no tab
+ * write goes to the canonical path, so no edit can land outside the worktree. Writes are checked before
+ * anything is written by guardWritePath: no `.git` component anywhere in the path (a write there is code
+ * execution: core.fsmonitor, hooks, a nested repository), no symlink at any level, no hard-linked file.
+ * Files are edited as exact text (no tab
  * expansion, line endings kept); binary, non-UTF-8 and oversized files are refused, never rewritten.
  * Never throws: every refusal is an error observation for the model.
  */
@@ -56,18 +58,84 @@ function joinLines(lines: readonly string[], trailingNewline: boolean): string {
   return lines.length === 0 ? '' : lines.join('\n') + (trailingNewline ? '\n' : '');
 }
 
-function isGitPath(relative: string): boolean {
-  const first = relative.split(path.sep)[0];
-  return first === '.git';
+const GIT_REFUSAL = (userPath: string) =>
+  `path ${JSON.stringify(userPath)} is inside .git; refused (git's control data is never edited)`;
+
+type WriteTarget =
+  | { ok: true; root: string; absolute: string; relative: string; exists: boolean }
+  | { ok: false; result: ToolResult };
+
+/**
+ * Where a write to `userPath` would land, checked component by component before anything is written:
+ * - the path (absolute only when under the root) must stay inside the root lexically;
+ * - no component may be `.git` (any case): not the root's, not a nested one (`pkg/.git/config`), so no
+ *   write can make a repository, a config with core.fsmonitor, a hook, alternates or refs;
+ * - no existing component may be a symlink: the editor never writes through a link, wherever it points
+ *   (at `.git`, outside, or inside), so what is written is exactly the path that was checked. The agent
+ *   has no way to create links, so this refuses only links the repository (or an outside agent) put there;
+ * - an existing target must be a regular file with no other hard link (git never makes hard links in a
+ *   checkout, so a second link can only point at data outside this path's control).
+ * `mustExist`: str_replace / insert (the file must be there) versus create (it must not).
+ */
+async function guardWritePath(rootPath: string, userPath: string, mustExist: boolean): Promise<WriteTarget> {
+  const refuse = (message: string): WriteTarget => ({ ok: false, result: errorResult(message) });
+  if (userPath.includes('\0')) return refuse('path contains a NUL byte; refused');
+  const root = await canonicalRoot(rootPath);
+  if (!root.ok) return refuse(root.message);
+  let lexical: string;
+  if (path.isAbsolute(userPath)) {
+    const normalized = path.normalize(userPath);
+    const givenRoot = path.resolve(rootPath);
+    if (isInside(root.root, normalized)) lexical = normalized;
+    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
+    else return refuse(`path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
+  } else {
+    lexical = path.resolve(root.root, userPath);
+    if (!isInside(root.root, lexical)) return refuse(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
+  }
+  if (lexical === root.root) return refuse('the path must name a file, not the repository root');
+  const relative = path.relative(root.root, lexical);
+  if (hasGitComponent(relative)) return refuse(GIT_REFUSAL(userPath));
+  const components = relative.split(path.sep);
+  let current = root.root;
+  for (let k = 0; k < components.length; k++) {
+    current = path.join(current, components[k]!);
+    const shown = displayPath(components.slice(0, k + 1).join('/'));
+    const last = k === components.length - 1;
+    let stat;
+    try {
+      stat = await fs.lstat(current);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') return refuse(`cannot inspect ${shown} (${code ?? String(error)})`);
+      if (mustExist) return refuse(`no such file or directory: ${JSON.stringify(userPath)}`);
+      return { ok: true, root: root.root, absolute: lexical, relative, exists: false };
+    }
+    if (stat.isSymbolicLink()) {
+      return refuse(`${shown} is a symlink; the editor never writes through symlinks (edit the file it stands for by its own path)`);
+    }
+    if (!last && !stat.isDirectory()) return refuse(`${shown} is not a directory`);
+    if (last) {
+      if (!mustExist) return refuse(`File already exists at: ${displayPath(relative)}. Cannot overwrite files using command \`create\`.`);
+      if (stat.isDirectory()) return refuse(`${displayPath(relative)} is a directory; only files can be edited`);
+      if (!stat.isFile()) return refuse(`${displayPath(relative)} is not a regular file`);
+      if (stat.nlink > 1) return refuse(`${displayPath(relative)} has other hard links; refused (editing it would change files elsewhere)`);
+    }
+  }
+  return { ok: true, root: root.root, absolute: lexical, relative, exists: true };
 }
 
 type Loaded = { ok: true; absolute: string; relative: string; text: string } | { ok: false; result: ToolResult };
 
 /** Guards `userPath`, requires a regular text file, and reads it. */
 async function loadTextFile(root: string, userPath: string, forWriting: boolean): Promise<Loaded> {
+  if (forWriting) {
+    const target = await guardWritePath(root, userPath, true);
+    if (!target.ok) return target;
+  }
   const guarded = await guardPath(root, userPath);
   if (!guarded.ok) return { ok: false, result: errorResult(guarded.message) };
-  if (isGitPath(guarded.relative)) return { ok: false, result: errorResult(`path ${JSON.stringify(userPath)} is inside .git; refused`) };
+  if (hasGitComponent(guarded.relative)) return { ok: false, result: errorResult(GIT_REFUSAL(userPath)) };
   if (guarded.kind === 'directory') {
     return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a directory${forWriting ? '; only files can be edited' : ''}`) };
   }
@@ -119,7 +187,7 @@ const REVIEW = 'Review the changes and make sure they are as expected. Edit the 
 async function view(root: string, args: EditorArgs): Promise<ToolResult> {
   const guarded = await guardPath(root, args.path);
   if (!guarded.ok) return errorResult(guarded.message);
-  if (isGitPath(guarded.relative)) return errorResult(`path ${JSON.stringify(args.path)} is inside .git; refused`);
+  if (hasGitComponent(guarded.relative)) return errorResult(GIT_REFUSAL(args.path));
   if (guarded.kind === 'directory') {
     if (args.view_range !== undefined) return errorResult('view_range is only allowed when path is a file, not a directory');
     return viewDirectory(guarded.absolute, guarded.relative);
@@ -173,16 +241,36 @@ async function viewDirectory(absolute: string, relative: string): Promise<ToolRe
   return clip(`${header}\n${entries.join('\n')}${footer}\n`);
 }
 
-/** Line numbers (1-based) where each non-overlapping occurrence of `needle` starts. */
-function occurrenceLines(text: string, needle: string): number[] {
+/** Line numbers listed in a "multiple occurrences" refusal; the rest are counted. */
+const MAX_LISTED_OCCURRENCES = 20;
+/** Characters of old_str echoed in a refusal. */
+const MAX_ECHOED_CHARS = 200;
+
+function echo(text: string): string {
+  return text.length <= MAX_ECHOED_CHARS ? text : `${text.slice(0, MAX_ECHOED_CHARS)}…[${text.length - MAX_ECHOED_CHARS} more characters]`;
+}
+
+/**
+ * Where the non-overlapping occurrences of `needle` start: their count, the offset of the first, and the
+ * line numbers (1-based) of the first MAX_LISTED_OCCURRENCES. One pass: newlines are counted only between
+ * consecutive occurrences, so the cost is linear in the file, however many matches there are.
+ */
+function findOccurrences(text: string, needle: string): { count: number; firstAt: number; lines: number[] } {
   const lines: number[] = [];
-  let from = 0;
-  for (;;) {
-    const at = text.indexOf(needle, from);
-    if (at === -1) return lines;
-    lines.push(text.slice(0, at).split('\n').length);
-    from = at + needle.length;
+  let count = 0;
+  let firstAt = -1;
+  let line = 1;
+  let counted = 0; // newlines are counted in text[0, counted)
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+    count += 1;
+    if (firstAt === -1) firstAt = at;
+    if (lines.length < MAX_LISTED_OCCURRENCES) {
+      for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < at; nl = text.indexOf('\n', nl + 1)) line += 1;
+      counted = at;
+      lines.push(line);
+    }
   }
+  return { count, firstAt, lines };
 }
 
 async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
@@ -193,19 +281,20 @@ async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
   const loaded = await loadTextFile(root, args.path, true);
   if (!loaded.ok) return loaded.result;
   const shown = displayPath(loaded.relative);
-  const found = occurrenceLines(loaded.text, oldStr);
-  if (found.length === 0) return errorResult(`No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in ${shown}.`);
-  if (found.length > 1) {
-    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines [${found.join(', ')}]. Please ensure it is unique.`);
+  const found = findOccurrences(loaded.text, oldStr);
+  if (found.count === 0) return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
+  if (found.count > 1) {
+    const more = found.count > found.lines.length ? `, … (${found.count} occurrences in all)` : '';
+    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`);
   }
-  const at = loaded.text.indexOf(oldStr);
+  const at = found.firstAt;
   const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
   try {
     await writeExisting(loaded.absolute, updated);
   } catch (error) {
     return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
-  const firstLine = found[0]!;
+  const firstLine = found.lines[0]!;
   const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
   const { lines } = splitLines(updated);
   return clip(`The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`);
@@ -238,52 +327,18 @@ async function insert(root: string, args: EditorArgs): Promise<ToolResult> {
 
 async function create(rootPath: string, args: EditorArgs): Promise<ToolResult> {
   if (args.file_text === undefined) return errorResult('create needs file_text (the content of the new file)');
-  const userPath = args.path;
-  if (userPath.includes('\0')) return errorResult('path contains a NUL byte; refused');
-  const root = await canonicalRoot(rootPath);
-  if (!root.ok) return errorResult(root.message);
-
-  let lexical: string;
-  if (path.isAbsolute(userPath)) {
-    const normalized = path.normalize(userPath);
-    const givenRoot = path.resolve(rootPath);
-    if (isInside(root.root, normalized)) lexical = normalized;
-    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
-    else return errorResult(`path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
-  } else {
-    lexical = path.resolve(root.root, userPath);
-    if (!isInside(root.root, lexical)) return errorResult(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
-  }
-  if (lexical === root.root) return errorResult('create needs a file path, not the repository root');
-  const relative = path.relative(root.root, lexical);
-  if (isGitPath(relative)) return errorResult(`path ${JSON.stringify(userPath)} is inside .git; refused`);
-  const exists = await fs.lstat(lexical).then(
-    () => true,
-    (error: NodeJS.ErrnoException) => error.code !== 'ENOENT',
-  );
-  if (exists) return errorResult(`File already exists at: ${displayPath(relative)}. Cannot overwrite files using command \`create\`.`);
-
-  // The nearest existing ancestor must be a directory inside the root once every symlink is resolved; the
-  // components below it do not exist yet, so they cannot be links.
-  let ancestor = path.dirname(lexical);
-  const missing: string[] = [path.basename(lexical)];
-  while (ancestor !== root.root && !(await fs.lstat(ancestor).then(() => true, () => false))) {
-    missing.unshift(path.basename(ancestor));
-    ancestor = path.dirname(ancestor);
-  }
-  const guardedAncestor = await guardPath(root.root, ancestor);
-  if (!guardedAncestor.ok) return errorResult(guardedAncestor.message);
-  if (guardedAncestor.kind !== 'directory') return errorResult(`${displayPath(guardedAncestor.relative)} is not a directory`);
-  const target = path.join(guardedAncestor.absolute, ...missing);
-  if (!isInside(root.root, target)) return errorResult(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
+  const target = await guardWritePath(rootPath, args.path, false);
+  if (!target.ok) return target.result;
+  const shown = displayPath(target.relative);
   try {
-    await fs.mkdir(path.dirname(target), { recursive: true });
+    // Every existing component was checked above (a real directory, no link, no .git); the rest is made here.
+    await fs.mkdir(path.dirname(target.absolute), { recursive: true });
     // 'wx' = O_CREAT|O_EXCL: fails on anything already there, a dangling symlink included.
-    await fs.writeFile(target, args.file_text, { flag: 'wx' });
+    await fs.writeFile(target.absolute, args.file_text, { flag: 'wx' });
   } catch (error) {
-    return errorResult(`cannot create ${displayPath(relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    return errorResult(`cannot create ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
-  return { status: 'ok', output: `File created successfully at: ${displayPath(path.relative(root.root, target))}` };
+  return { status: 'ok', output: `File created successfully at: ${shown}` };
 }
 
 /**

@@ -172,7 +172,7 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
       }
       const logs: string[] = [];
       try {
-        const git = (args: string[]) => runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+        const git = (args: string[]) => runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, hardened: true, ...(signal ? { signal } : {}) });
         const patchFile = path.join(worktree.scratch, 'model.patch');
         await fs.writeFile(patchFile, patch.endsWith('\n') ? patch : `${patch}\n`);
         const applied = await git(['apply', '--verbose', '--whitespace=nowarn', patchFile]);

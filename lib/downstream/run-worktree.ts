@@ -71,7 +71,7 @@ export function gitRunWorktrees(options: GitRunWorktreeOptions): RunWorktreeFact
           },
           lockOptions,
         );
-        const head = (await git(['rev-parse', 'HEAD'], localOpts(checkout, options, name))).trim();
+        const head = (await git(['rev-parse', 'HEAD'], { ...localOpts(checkout, options, name), hardened: true })).trim();
         if (head !== sha) {
           throw new WorktreeError('git-failed', `fresh worktree for ${name.repo}@${sha} has HEAD ${head} (${checkout})`, {
             retryable: true,

@@ -202,6 +202,7 @@ describe('buildSamples on SWE-bench Verified and the mined sample', () => {
       'missingOrInvalid:base_commit': 1,
       'missingOrInvalid:problem_statement': 0,
       'missingOrInvalid:patch': 0,
+      'missingOrInvalid:file_changes': 0,
       duplicateInstanceId: 1,
       unparseablePatch: 1,
     });

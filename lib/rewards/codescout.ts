@@ -32,7 +32,8 @@ export interface CodeScoutReward {
  * CodeScout's reward (§3.3, Eq. 1): r = F1(file) + F1(module) + F1(function), plus the optional binary turn
  * reward (+1 iff the agent terminates in exactly k turns, k the step limit). The whole reward is 0 unless the
  * finish tool was called exactly once: without a single structured answer there is nothing to score.
- * F1's empty-set cases are App. B's: 1 when both sets are empty, 0 when exactly one is.
+ * A level with an empty ground-truth set contributes 0 (CodeScout's reward rule); a non-empty gold set with an
+ * empty prediction scores 0 too.
  */
 export function codeScoutReward(input: CodeScoutRewardInput): CodeScoutReward {
   const cBar = toolCallsPerTurn(input);
@@ -43,10 +44,14 @@ export function codeScoutReward(input: CodeScoutRewardInput): CodeScoutReward {
     throw new RangeError(`turnLimit must be a positive integer, got ${input.turnLimit}`);
   }
   const levels = levelScores(input.predicted, input.gold);
+  // CodeScout's reward F1 of a level whose ground-truth set is empty is 0, whatever was predicted (a patch that
+  // touches no class earns nothing at the module level), unlike App. B's evaluation convention (1 when both
+  // sets are empty), which `levels` keeps for the metrics.
+  const rewardF1 = (level: Level) => (levels[level].tp + levels[level].fn === 0 ? 0 : levels[level].f1);
   const f1Sum =
-    CODESCOUT_LEVEL_WEIGHTS.file * levels.file.f1 +
-    CODESCOUT_LEVEL_WEIGHTS.module * levels.module.f1 +
-    CODESCOUT_LEVEL_WEIGHTS.function * levels.function.f1;
+    CODESCOUT_LEVEL_WEIGHTS.file * rewardF1('file') +
+    CODESCOUT_LEVEL_WEIGHTS.module * rewardF1('module') +
+    CODESCOUT_LEVEL_WEIGHTS.function * rewardF1('function');
   const turnBonus = input.turnLimit !== undefined && input.turns === input.turnLimit ? CODESCOUT_TURN_BONUS : 0;
   const finishedOnce: 0 | 1 = input.finishCalls === 1 ? 1 : 0;
   return {

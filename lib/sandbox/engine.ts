@@ -13,6 +13,8 @@ export interface SandboxOptions {
   timeoutMs?: number;
   /** Cancels the call: running process groups are killed and the result is an error observation. */
   signal?: AbortSignal;
+  /** Overrides the per-program memory / CPU limits (lib/sandbox/subprocess.ts); tests use small ones. */
+  resourceLimits?: { addressSpaceBytes?: number; cpuSeconds?: number };
 }
 
 export function defaultEngine(): SearchEngine {

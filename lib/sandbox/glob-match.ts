@@ -1,3 +1,5 @@
+import { anyChar, bracketClass, literal, notSlash, WildcardMatcher, type CharTest, type WildNode } from './wildcard';
+
 /**
  * Glob matching with ripgrep's `--glob` semantics (gitignore style), for the GNU grep / find fallback, so
  * both engines answer the same glob the same way:
@@ -16,21 +18,23 @@ export interface CompiledGlob {
 
 export type GlobCompileResult = { ok: true; glob: CompiledGlob } | { ok: false; message: string };
 
-const REGEX_SPECIAL = /[.+^$(){}|\\[\]*?]/g;
+const ANY_DIRS: WildNode = { kind: 'optional', node: { kind: 'seq', items: [{ kind: 'repeat', test: anyChar }, { kind: 'char', test: literal(0x2f) }] } };
 
-function escapeRegex(text: string): string {
-  return text.replace(REGEX_SPECIAL, '\\$&');
-}
-
-function translate(body: string, pattern: string): { ok: true; source: string } | { ok: false; message: string } {
-  let out = '';
-  let inBraces = false;
+/**
+ * The glob as a wildcard-matcher program (lib/sandbox/wildcard.ts: linear time, no RegExp), with ripgrep's
+ * meaning: '**' as a whole segment spans directories, any other '*' stays within one.
+ */
+function translate(body: string, pattern: string): { ok: true; node: WildNode } | { ok: false; message: string } {
+  const top: WildNode[] = [];
+  let options: WildNode[][] | null = null; // inside '{...}': the alternatives so far
+  const out = (): WildNode[] => (options ? options[options.length - 1]! : top);
+  const char = (test: CharTest) => out().push({ kind: 'char', test });
   let i = 0;
   while (i < body.length) {
     const c = body[i]!;
     if (c === '\\') {
       if (i + 1 >= body.length) return { ok: false, message: `glob ${JSON.stringify(pattern)} ends with a lone '\\'` };
-      out += escapeRegex(body[i + 1]!);
+      char(literal(body.charCodeAt(i + 1)));
       i += 2;
       continue;
     }
@@ -39,24 +43,25 @@ function translate(body: string, pattern: string): { ok: true; source: string } 
         const atStart = i === 0 || body[i - 1] === '/';
         const atEnd = i + 2 === body.length || body[i + 2] === '/';
         if (atStart && atEnd) {
-          if (i + 2 === body.length) out += '.*';
+          if (i + 2 === body.length) out().push({ kind: 'repeat', test: anyChar });
           else {
-            out += '(?:.*/)?';
+            // '**/**/' is '**/': one state group instead of one per repetition.
+            if (out().at(-1) !== ANY_DIRS) out().push(ANY_DIRS);
             i += 1; // swallow the '/' after '**'
           }
           i += 2;
           continue;
         }
-        out += '[^/]*';
+        out().push({ kind: 'repeat', test: notSlash });
         i += 2;
         continue;
       }
-      out += '[^/]*';
+      out().push({ kind: 'repeat', test: notSlash });
       i += 1;
       continue;
     }
     if (c === '?') {
-      out += '[^/]';
+      char(notSlash);
       i += 1;
       continue;
     }
@@ -67,45 +72,37 @@ function translate(body: string, pattern: string): { ok: true; source: string } 
         negate = true;
         j += 1;
       }
-      let cls = '';
-      let first = true;
-      while (j < body.length && (body[j] !== ']' || first)) {
-        const ch = body[j]!;
-        if (ch === '-' && !first && j + 1 < body.length && body[j + 1] !== ']') cls += '-';
-        else cls += ch === '\\' || ch === ']' || ch === '[' || ch === '^' || ch === '-' ? `\\${ch}` : ch;
-        first = false;
-        j += 1;
-      }
+      const from = j;
+      while (j < body.length && (body[j] !== ']' || j === from)) j += 1;
       if (j >= body.length) {
         return { ok: false, message: `glob ${JSON.stringify(pattern)} has an unclosed character class '['` };
       }
-      out += negate ? `[^/${cls}]` : `[${cls}]`;
+      char(bracketClass(body.slice(from, j), negate));
       i = j + 1;
       continue;
     }
     if (c === '{') {
-      if (inBraces) return { ok: false, message: `glob ${JSON.stringify(pattern)} nests '{' alternatives, which is not supported` };
-      inBraces = true;
-      out += '(?:';
+      if (options) return { ok: false, message: `glob ${JSON.stringify(pattern)} nests '{' alternatives, which is not supported` };
+      options = [[]];
       i += 1;
       continue;
     }
-    if (c === ',' && inBraces) {
-      out += '|';
+    if (c === ',' && options) {
+      options.push([]);
       i += 1;
       continue;
     }
-    if (c === '}' && inBraces) {
-      inBraces = false;
-      out += ')';
+    if (c === '}' && options) {
+      top.push({ kind: 'alt', options: options.map((items) => ({ kind: 'seq', items })) });
+      options = null;
       i += 1;
       continue;
     }
-    out += escapeRegex(c);
+    char(literal(body.charCodeAt(i)));
     i += 1;
   }
-  if (inBraces) return { ok: false, message: `glob ${JSON.stringify(pattern)} has an unclosed '{' alternative group` };
-  return { ok: true, source: out };
+  if (options) return { ok: false, message: `glob ${JSON.stringify(pattern)} has an unclosed '{' alternative group` };
+  return { ok: true, node: { kind: 'seq', items: top } };
 }
 
 export function compileGlob(pattern: string): GlobCompileResult {
@@ -125,7 +122,8 @@ export function compileGlob(pattern: string): GlobCompileResult {
   if (body.length === 0) return { ok: false, message: `glob ${JSON.stringify(pattern)} matches nothing` };
   const translated = translate(body, pattern);
   if (!translated.ok) return translated;
-  const regex = new RegExp(`^${anchored ? '' : '(?:.*/)?'}${translated.source}$`, 's');
+  const matcher = new WildcardMatcher(anchored ? translated.node : { kind: 'seq', items: [ANY_DIRS, translated.node] });
+  const test = (text: string) => matcher.matches(text);
 
   const ancestors = (relativePath: string): string[] => {
     const parts = relativePath.split('/');
@@ -136,9 +134,9 @@ export function compileGlob(pattern: string): GlobCompileResult {
     glob: {
       negated,
       matches(relativePath: string): boolean {
-        if (!negated) return !dirOnly && regex.test(relativePath);
-        if (!dirOnly && regex.test(relativePath)) return true;
-        return ancestors(relativePath).some((dir) => regex.test(dir));
+        if (!negated) return !dirOnly && test(relativePath);
+        if (!dirOnly && test(relativePath)) return true;
+        return ancestors(relativePath).some((dir) => test(dir));
       },
     },
   };

@@ -6,14 +6,14 @@ import { LineSplitter } from './line-splitter';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
-import { runPipeline, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds } from './tool-result';
+import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
   if (engine === 'rg') {
     return {
       executable,
-      args: ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--glob=${glob}`, '--glob=!.git'],
+      args: ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--threads=${SANDBOX_LIMITS.maxSearchThreads}`, `--glob=${glob}`, '--glob=!.git'],
     };
   }
   // find's -P default: symlinks are listed as links (and -type f drops them), never followed.
@@ -125,6 +125,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
     cwd: canonical.root,
     timeoutMs,
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout: (chunk) => listing.push(chunk),
   });
   const outcome = run.stages[0]!;
@@ -138,6 +139,8 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
     return `[output cut to ${limits.maxOutputChars} characters: ${shown} of ${total} matching files shown; use a narrower pattern]`;
   });
   if (run.aborted) return errorResult('glob was cancelled', fitted.output);
+  if (run.timedOut && run.waitedForSlots) return errorResult(`glob ${slotWaitTimeout(timeoutMs)}`);
+  if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
     return errorResult(`glob timed out after ${seconds(timeoutMs)} and was stopped; the list above is partial`, fitted.output);
   }

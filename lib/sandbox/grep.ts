@@ -7,8 +7,9 @@ import { SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
 import { fitOutput, sanitizeText } from './output';
 import { asOperand, guardPath } from './paths';
-import { runPipeline, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds } from './tool-result';
+import { regexLimitProblem } from './regex-limits';
+import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 interface Match {
   path: string;
@@ -48,7 +49,7 @@ function buildStage(
       // --no-config: no RIPGREP_CONFIG_PATH; --no-ignore/--hidden: the same files GNU grep sees; the .git
       // exclusion comes last so a user glob like '*' cannot re-include it; no -L: symlinks are not followed.
       args: ['--no-config', '--color=never', '--no-heading', '--with-filename', '--line-number', '--null',
-        '--hidden', '--no-ignore', '--sort=path', ...globs, '--glob=!.git', '-e', pattern, '--', ...paths],
+        '--hidden', '--no-ignore', '--sort=path', `--threads=${SANDBOX_LIMITS.maxSearchThreads}`, ...globs, '--glob=!.git', '-e', pattern, '--', ...paths],
     };
   }
   const include = glob ? includePrefilter(glob) : null;
@@ -82,6 +83,8 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   if (typeof pattern !== 'string' || pattern.length === 0) return errorResult('grep: pattern must be a non-empty string');
   if (pattern.includes('\0')) return errorResult('grep: pattern contains a NUL byte; refused');
   if (/[\r\n]/.test(pattern)) return errorResult('grep: pattern must be a single line (no newline)');
+  const tooBig = regexLimitProblem(pattern, 'grep: the pattern');
+  if (tooBig) return errorResult(tooBig);
 
   const scope = await guardPath(root, args.path ?? '.');
   if (!scope.ok) return errorResult(`grep: ${scope.message}`);
@@ -158,6 +161,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     cwd: scope.root,
     timeoutMs,
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout,
   });
   if (!splitter.done) splitter.end();
@@ -177,6 +181,8 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   }
 
   if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);
+  if (run.timedOut && run.waitedForSlots) return errorResult(`grep ${slotWaitTimeout(timeoutMs)}`);
+  if (outcome.limitExceeded) return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
   if (run.timedOut) {
     const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; the matches above are partial. Use a simpler pattern or a narrower path or glob.`;
     return errorResult(message, fitOutput(body, notes).output);

@@ -38,4 +38,19 @@ export const SANDBOX_LIMITS = {
   /** Longest command line / argument / path the sandbox accepts. */
   maxCommandChars: 4096,
   maxPathChars: 4096,
+  /**
+   * Address space of every sandboxed program (prlimit --as). The bombs of issue #16 (`a{32767}{32767}` in
+   * GNU grep and find -regex, `sed -n '$p'` on a 1 GB sparse file) each reached ~3 GB; normal searches of
+   * a repository stay far below 256 MiB.
+   */
+  childAddressSpaceBytes: 1024 * 1024 * 1024,
+  /** CPU seconds of every sandboxed program, all its threads together (prlimit --cpu; SIGXCPU). */
+  childCpuSeconds: 10,
+  /** Most threads one rg may use (`-j`; also passed by grep/glob): 64 calls × rg's default 12 would be 768. */
+  maxSearchThreads: 4,
+  /** Largest bound in a regex repetition (`{m,n}`), and the largest product of all bounds in one pattern. */
+  maxRepetitionCount: 1000,
+  maxRepetitionProduct: 100_000,
+  /** Longest regex (grep/rg pattern, find -regex) accepted. */
+  maxPatternChars: 1000,
 } as const;

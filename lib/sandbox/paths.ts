@@ -35,6 +35,16 @@ export async function canonicalRoot(root: string): Promise<CanonicalRoot> {
   }
 }
 
+/** A path component git treats as its control directory (git itself refuses `.git` in any letter case). */
+export function isGitComponent(name: string): boolean {
+  return name.toLowerCase() === '.git';
+}
+
+/** True when any component of the root-relative `relative` is a `.git`. */
+export function hasGitComponent(relative: string): boolean {
+  return relative.split(/[\\/]/).some(isGitComponent);
+}
+
 export function isInside(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
@@ -45,6 +55,52 @@ function errorCode(error: unknown): string {
 
 function show(userPath: string): string {
   return JSON.stringify(userPath.length > 200 ? `${userPath.slice(0, 200)}…` : userPath);
+}
+
+function outwardRefusal(userPath: string): { ok: false; message: string } {
+  return { ok: false, message: `path ${show(userPath)} resolves (through a symlink) to outside the repository root; refused` };
+}
+
+/** Most symlinks followed while resolving one path by hand (Linux's own limit is 40). */
+const MAX_SYMLINK_HOPS = 40;
+
+/**
+ * Resolves `lexical` (inside the canonical `root`) one component at a time, following symlinks by reading
+ * them, and says whether any link leads outside the root, whether or not what it points at exists. Used
+ * when realpath failed, so a dangling outward link is refused exactly like an outward link whose target
+ * exists. Reads only link texts inside the root; never touches anything outside it.
+ */
+export async function escapesThroughSymlink(root: string, lexical: string): Promise<boolean> {
+  const pending = path.relative(root, lexical).split(path.sep).filter((c) => c !== '' && c !== '.');
+  let current = root;
+  let hops = 0;
+  while (pending.length > 0) {
+    const component = pending.shift()!;
+    const next = path.resolve(current, component);
+    if (!isInside(root, next)) return true;
+    let stat;
+    try {
+      stat = await fs.lstat(next);
+    } catch {
+      return false;
+    }
+    if (!stat.isSymbolicLink()) {
+      current = next;
+      continue;
+    }
+    if (++hops > MAX_SYMLINK_HOPS) return false;
+    let target: string;
+    try {
+      target = await fs.readlink(next);
+    } catch {
+      return false;
+    }
+    const resolved = path.resolve(current, target);
+    if (!isInside(root, resolved)) return true;
+    pending.unshift(...path.relative(root, resolved).split(path.sep).filter((c) => c !== '' && c !== '.'));
+    current = root;
+  }
+  return false;
 }
 
 /**
@@ -96,6 +152,9 @@ export async function guardPath(rootPath: string, userPath: string): Promise<Gua
     real = await fs.realpath(lexical);
   } catch (error) {
     const code = errorCode(error);
+    // A link that points out answers the same whether or not its target exists: no existence oracle.
+    if (await escapesThroughSymlink(root.root, lexical)) return outwardRefusal(userPath);
+
     if (code === 'ENOENT') return { ok: false, message: `no such file or directory: ${show(userPath)}` };
     if (code === 'ELOOP') return { ok: false, message: `path ${show(userPath)} is a symlink loop; refused` };
     if (code === 'ENOTDIR') return { ok: false, message: `path ${show(userPath)}: a component is not a directory` };
@@ -103,8 +162,11 @@ export async function guardPath(rootPath: string, userPath: string): Promise<Gua
     if (code === 'ENAMETOOLONG') return { ok: false, message: `path ${show(userPath)} is too long; refused` };
     return { ok: false, message: `path ${show(userPath)} cannot be resolved (${code})` };
   }
-  if (!isInside(root.root, real)) {
-    return { ok: false, message: `path ${show(userPath)} resolves (through a symlink) to outside the repository root; refused` };
+  if (!isInside(root.root, real)) return outwardRefusal(userPath);
+  // A worktree's `.git` file names the bare clone's directory (outside the root); a `.git` directory holds
+  // config and hooks. Neither is repository content: no tool shows them.
+  if (hasGitComponent(path.relative(root.root, real))) {
+    return { ok: false, message: `path ${show(userPath)} is inside .git; git's control data is not shown` };
   }
   try {
     const stat = await fs.stat(real);

@@ -5,8 +5,8 @@ import type { SandboxOptions } from './engine';
 import { SANDBOX_LIMITS } from './limits';
 import { fitOutput, sanitizeText } from './output';
 import { guardPath } from './paths';
-import { subprocessSlots } from './semaphore';
-import { displayPath, errorResult, seconds } from './tool-result';
+import { PermitWaitError, subprocessSlots } from './semaphore';
+import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 /** Characters of file text per read: the 4096-character output limit less room for the marker line. */
 const BODY_BUDGET = SANDBOX_LIMITS.maxOutputChars - 160;
@@ -85,7 +85,9 @@ async function collectLines(
       out.aborted = true;
       return out;
     }
-    if (Date.now() > deadline) {
+    // The first chunk is always read: a file that fits in it is never "too large" because the loop was
+    // busy (or the permit came late); only a scan that needs more chunks is bounded by the deadline.
+    if (position > 0 && Date.now() > deadline) {
       out.timedOut = true;
       return out;
     }
@@ -138,9 +140,20 @@ async function collectLines(
  * are opened, with O_NOFOLLOW|O_NONBLOCK. Bounded by the 5 s read timeout. Never throws.
  */
 export async function read(root: string, args: ReadArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  const release = await subprocessSlots.acquire();
+  // The deadline is the call's: the wait for a permit is part of the 5 s, and so is a cancellation.
+  const timeoutMs = options.timeoutMs ?? SANDBOX_LIMITS.readTimeoutMs;
+  const deadline = Date.now() + timeoutMs;
+  let release: () => void;
   try {
-    return await readUnsafe(root, args, options);
+    release = await subprocessSlots.acquire(1, { deadline, ...(options.signal ? { signal: options.signal } : {}) });
+  } catch (error) {
+    if (error instanceof PermitWaitError) {
+      return errorResult(error.reason === 'aborted' ? 'read was cancelled' : `read ${slotWaitTimeout(timeoutMs)}`);
+    }
+    return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  try {
+    return await readUnsafe(root, args, options, deadline, timeoutMs);
   } catch (error) {
     return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
@@ -148,10 +161,8 @@ export async function read(root: string, args: ReadArgs, options: SandboxOptions
   }
 }
 
-async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions): Promise<ToolResult> {
+async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions, deadline: number, timeoutMs: number): Promise<ToolResult> {
   const limits = SANDBOX_LIMITS;
-  const timeoutMs = options.timeoutMs ?? limits.readTimeoutMs;
-  const deadline = Date.now() + timeoutMs;
   const start = args.start_line ?? 1;
   if (!Number.isInteger(start) || start < 1) return errorResult('read: start_line must be an integer ≥ 1');
   if (args.end_line !== undefined && (!Number.isInteger(args.end_line) || args.end_line < start)) {

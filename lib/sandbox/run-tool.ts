@@ -40,7 +40,43 @@ export async function runTool(root: string, name: string, rawArgs: unknown, opti
   }
   const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
 
-  switch (tool.data) {
+  return answerAbortPromptly(tool.data, options.signal, () => dispatch(tool.data, root, withoutNulls, options));
+}
+
+const CANCELLED: Record<ToolName, string> = {
+  grep: 'grep was cancelled',
+  glob: 'glob was cancelled',
+  read: 'read was cancelled',
+  terminal: 'terminal: the command was cancelled',
+};
+
+/**
+ * The call's answer, or a cancellation as soon as `signal` fires, whatever the call is doing then
+ * (waiting for a permit, for the file system's thread pool, or for killed processes to be reaped). The
+ * abandoned call still finishes its own cleanup: its process groups are killed by the same signal and its
+ * permits come back when they have exited.
+ */
+function answerAbortPromptly(name: ToolName, signal: AbortSignal | undefined, call: () => Promise<ToolResult>): Promise<ToolResult> {
+  if (!signal) return call();
+  if (signal.aborted) return Promise.resolve(errorResult(CANCELLED[name]));
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(errorResult(CANCELLED[name]));
+    signal.addEventListener('abort', onAbort, { once: true });
+    call().then(
+      (result) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(errorResult(`${name} failed: ${error instanceof Error ? error.message : String(error)}`));
+      },
+    );
+  });
+}
+
+async function dispatch(name: ToolName, root: string, withoutNulls: Record<string, unknown>, options: SandboxOptions): Promise<ToolResult> {
+  switch (name) {
     case 'grep': {
       const parsed = TOOL_ARGS_SCHEMAS.grep.safeParse(withoutNulls);
       return parsed.success ? grep(root, parsed.data, options) : errorResult(describeIssues('grep', parsed.error));

@@ -1,17 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { SANDBOX_LIMITS } from './limits';
-import { sandboxEnv } from './executables';
-import { subprocessSlots, type Semaphore } from './semaphore';
+import { findExecutable, sandboxEnv } from './executables';
+import { PermitWaitError, subprocessSlots, type Semaphore } from './semaphore';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
   executable: string;
   args: string[];
+  /** The program's name as the model wrote it (the terminal's allowlisted programs). */
+  program?: string;
 }
 
 export interface PipelineOptions {
   cwd: string;
+  /** The whole budget, counted from the call: the wait for subprocess slots is part of it. */
   timeoutMs: number;
   /** Called with each chunk of the last stage's stdout; return 'enough' to stop the pipeline early. */
   onStdout: (chunk: Buffer) => 'more' | 'enough';
@@ -19,7 +22,19 @@ export interface PipelineOptions {
   stderrLimitBytes?: number;
   /** The concurrency limit to draw from; defaults to the process-wide one. */
   slots?: Semaphore;
+  /** Overrides of the per-program resource limits (tests use small ones to reach them quickly). */
+  resourceLimits?: Partial<ResourceLimits>;
 }
+
+export interface ResourceLimits {
+  addressSpaceBytes: number;
+  cpuSeconds: number;
+}
+
+const DEFAULT_RESOURCE_LIMITS: ResourceLimits = {
+  addressSpaceBytes: SANDBOX_LIMITS.childAddressSpaceBytes,
+  cpuSeconds: SANDBOX_LIMITS.childCpuSeconds,
+};
 
 export interface StageOutcome {
   exitCode: number | null;
@@ -27,6 +42,8 @@ export interface StageOutcome {
   stderr: string;
   /** Set when the program could not be started (e.g. ENOENT). */
   spawnError?: string;
+  /** The program hit its resource limit (address space or CPU time; see limitedStage). */
+  limitExceeded?: 'memory' | 'cpu';
 }
 
 export interface PipelineOutcome {
@@ -39,6 +56,46 @@ export interface PipelineOutcome {
   aborted: boolean;
   /** Milliseconds from the first spawn to the last exit (queueing for a slot not included). */
   elapsedMs: number;
+  /** The deadline or abort came while still waiting for subprocess slots: nothing was started. */
+  waitedForSlots?: boolean;
+}
+
+/** What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime). */
+const OUT_OF_MEMORY = /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit|failed to spawn (?:scoped )?thread/i;
+
+/** A stage that ran into its limit, judged from how it ended. */
+export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {
+  if (outcome.signal === 'SIGXCPU') return 'cpu';
+  if (outcome.exitCode !== 0 && OUT_OF_MEMORY.test(outcome.stderr)) return 'memory';
+  return undefined;
+}
+
+/** A short sentence for the model about a stage that hit its limit. */
+export function describeLimit(kind: 'memory' | 'cpu', overrides: Partial<ResourceLimits> = {}): string {
+  const limits = { ...DEFAULT_RESOURCE_LIMITS, ...overrides };
+  return kind === 'memory'
+    ? `limit exceeded: the program ran out of its ${limits.addressSpaceBytes / 1024 ** 2} MiB memory limit and was stopped; use a simpler pattern or a smaller file`
+    : `limit exceeded: the program used its ${limits.cpuSeconds} s of CPU time and was stopped; use a simpler pattern or a narrower path`;
+}
+
+/**
+ * The stage run under its resource limits: address space (which bounds memory, threads' stacks included),
+ * CPU seconds (SIGXCPU at the soft limit, SIGKILL one second later), no core dumps and no file writes
+ * (RLIMIT_FSIZE 0: every sandboxed program only writes to pipes). prlimit (util-linux) sets them and execs
+ * the program, so the process and its group are the program's; where prlimit is missing, sh's `ulimit`
+ * does the same before `exec` (the program and its arguments are passed as "$0" "$@", never parsed).
+ */
+export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESOURCE_LIMITS): Stage {
+  const prlimit = findExecutable('prlimit');
+  if (prlimit) {
+    return {
+      executable: prlimit,
+      args: [`--as=${limits.addressSpaceBytes}`, `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, '--core=0', '--fsize=0', '--', stage.executable, ...stage.args],
+    };
+  }
+  const sh = findExecutable('sh') ?? '/bin/sh';
+  const script = `ulimit -v ${Math.floor(limits.addressSpaceBytes / 1024)} && ulimit -t ${limits.cpuSeconds} && ulimit -c 0 && ulimit -f 0 && exec "$0" "$@"`;
+  return { executable: sh, args: ['-c', script, stage.executable, ...stage.args] };
 }
 
 function killGroup(child: ChildProcess): void {
@@ -73,13 +130,22 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     return empty();
   }
 
-  const release = await slots.acquire(Math.min(stages.length, slots.capacity));
+  const deadline = Date.now() + options.timeoutMs;
+  let release: () => void;
+  try {
+    release = await slots.acquire(Math.min(stages.length, slots.capacity), { deadline, ...(options.signal ? { signal: options.signal } : {}) });
+  } catch (error) {
+    if (!(error instanceof PermitWaitError)) throw error;
+    return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };
+  }
   const started = Date.now();
   const children: ChildProcess[] = [];
   let timedOut = false;
   let stoppedEarly = false;
   let aborted = false;
   const killAll = () => children.forEach(killGroup);
+  // Resolves once every started child has closed; the permits are released only then.
+  let allClosed: Promise<void> = Promise.resolve();
 
   try {
     if (options.signal?.aborted) {
@@ -89,7 +155,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const env = sandboxEnv();
     let previousStdout: Readable | null = null;
     for (let i = 0; i < stages.length; i++) {
-      const stage = stages[i]!;
+      const stage = limitedStage(stages[i]!, { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits });
       const isLast = i === stages.length - 1;
       let child: ChildProcess;
       try {
@@ -113,7 +179,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       children.push(child);
     }
 
-    const finished = children.map(
+    const finished: Array<Promise<void>> = children.map(
       (child, i) =>
         new Promise<void>((resolve) => {
           const outcome = outcomes[i]!;
@@ -131,11 +197,14 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
           child.on('close', (code, signal) => {
             outcome.exitCode = code;
             outcome.signal = signal;
+            const limit = limitHit(outcome);
+            if (limit) outcome.limitExceeded = limit;
             resolve();
           });
         }),
     );
 
+    allClosed = Promise.all(finished).then(() => undefined);
     const last = children.length === stages.length ? children[children.length - 1] : undefined;
     last?.stdout?.on('data', (chunk: Buffer) => {
       if (stoppedEarly || timedOut || aborted) return;
@@ -148,21 +217,27 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const timer = setTimeout(() => {
       timedOut = true;
       killAll();
-    }, options.timeoutMs);
+    }, Math.max(0, deadline - Date.now()));
+    // An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded
+    // machine can take a while to report) is awaited in the background, still holding the permits.
+    let answerAbort: () => void = () => undefined;
+    const abortAnswered = new Promise<void>((resolve) => (answerAbort = resolve));
     const onAbort = () => {
       aborted = true;
       killAll();
+      answerAbort();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
     try {
-      await Promise.all(finished);
+      await Promise.race([allClosed, abortAnswered]);
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     }
-    return { stages: outcomes, timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
+    return { stages: outcomes.map((o) => ({ ...o })), timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
   } finally {
     killAll();
-    release();
+    void allClosed.then(release);
   }
 }

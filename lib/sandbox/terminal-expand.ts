@@ -1,32 +1,36 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isInside } from './paths';
+import { bracketClass, literal, notSlash, WildcardMatcher, type WildNode } from './wildcard';
 
 /** A bash-style glob word expanding to more paths than this is refused (an argument list is not a listing). */
 export const MAX_EXPANSION = 5_000;
 
-/** One path segment of a bash glob as a RegExp: '*' and '?' never match '/', and never a leading '.'. */
-function segmentRegex(segment: string): RegExp {
-  let out = '';
+/**
+ * One path segment of a bash glob as a linear-time matcher (lib/sandbox/wildcard.ts; never a RegExp, whose
+ * backtracking a hostile `*` pattern turns into minutes): '*' and '?' never match '/', '[...]' is a class
+ * ('!' or '^' negates), '\\' escapes one character, an unclosed '[' is literal. The leading-dot rule is
+ * the caller's.
+ */
+function segmentMatcher(segment: string): WildcardMatcher {
+  const items: WildNode[] = [];
   for (let i = 0; i < segment.length; i++) {
     const c = segment[i]!;
-    if (c === '\\' && i + 1 < segment.length) {
-      out += segment[++i]!.replace(/[.+^$(){}|\\[\]*?/]/g, '\\$&');
-    } else if (c === '*') out += '[^/]*';
-    else if (c === '?') out += '[^/]';
-    else if (c === '[') {
+    if (c === '\\' && i + 1 < segment.length) items.push({ kind: 'char', test: literal(segment.charCodeAt(++i)) });
+    else if (c === '*') {
+      // A run of stars is one star: same language, fewer states.
+      if (items.at(-1)?.kind !== 'repeat') items.push({ kind: 'repeat', test: notSlash });
+    } else if (c === '?') items.push({ kind: 'char', test: notSlash });
+    else if (c === '[' && segment.indexOf(']', i + 2) !== -1) {
       const close = segment.indexOf(']', i + 2);
-      if (close === -1) out += '\\[';
-      else {
-        let body = segment.slice(i + 1, close);
-        const negate = body.startsWith('!') || body.startsWith('^');
-        if (negate) body = body.slice(1);
-        out += `[${negate ? '^' : ''}${body.replace(/\\/g, '\\\\').replace(/\[/g, '\\[')}]`;
-        i = close;
-      }
-    } else out += c.replace(/[.+^$(){}|/]/g, '\\$&');
+      let body = segment.slice(i + 1, close);
+      const negate = body.startsWith('!') || body.startsWith('^');
+      if (negate) body = body.slice(1);
+      items.push({ kind: 'char', test: bracketClass(body, negate) });
+      i = close;
+    } else items.push({ kind: 'char', test: literal(segment.charCodeAt(i)) });
   }
-  return new RegExp(`^${out}$`, 's');
+  return new WildcardMatcher({ kind: 'seq', items });
 }
 
 function hasMeta(segment: string): boolean {
@@ -55,12 +59,14 @@ async function insideRoot(root: string, candidate: string): Promise<boolean> {
  * when its realpath is inside the root, and a match whose realpath leaves the root (an outward symlink) is
  * left out, so no name outside the root is ever revealed. Relative words give root-relative paths; an
  * absolute word under the root gives absolute paths; an absolute word elsewhere is not expanded.
- * Returns null when the word stays literal; a string when the expansion is refused.
+ * Returns null when the word stays literal; a string when the expansion is refused (more than
+ * MAX_EXPANSION paths, or `deadline`, an epoch-ms time, passed).
  */
 export async function expandGlobWord(
   canonicalRoot: string,
   givenRoot: string,
   glob: string,
+  deadline = Infinity,
 ): Promise<string[] | null | { refused: string }> {
   const base = canonicalRoot;
   let prefix = '';
@@ -82,9 +88,13 @@ export async function expandGlobWord(
       const name = unescape(segment);
       for (const rel of current) next.push(rel ? `${rel}/${name}` : name);
     } else {
-      const regex = segmentRegex(segment);
+      const matcher = segmentMatcher(segment);
       const dotOk = unescape(segment).startsWith('.');
       for (const rel of current) {
+        // Expansion reads directories before anything runs: the command's deadline bounds it too.
+        if (Date.now() > deadline) {
+          return { refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead` };
+        }
         const dir = path.join(base, rel);
         if (!(await insideRoot(canonicalRoot, dir))) continue;
         let entries: string[];
@@ -95,7 +105,7 @@ export async function expandGlobWord(
         }
         for (const entry of entries.sort()) {
           if (entry.startsWith('.') && !dotOk) continue;
-          if (!regex.test(entry)) continue;
+          if (!matcher.matches(entry)) continue;
           const candidate = rel ? `${rel}/${entry}` : entry;
           if (!last) {
             try {

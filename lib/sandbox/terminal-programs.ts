@@ -1,4 +1,7 @@
+import { sniffBinary } from './binary-file';
+import { SANDBOX_LIMITS } from './limits';
 import { asOperand, guardPath } from './paths';
+import { regexLimitProblem } from './regex-limits';
 import {
   choice,
   emitOptions,
@@ -199,13 +202,26 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
     if (pattern === undefined) return { ok: false, message: `${program} needs a pattern, e.g. ${program} -n 'def main' src` };
     patterns.push(pattern);
   }
+  for (const p of [...patterns, ...parsed.options.filter((o) => o.spec.role === 'pattern').map((o) => o.value!)]) {
+    const problem = regexLimitProblem(p, `${program}: the pattern`);
+    if (problem) return { ok: false, message: problem };
+  }
+  const threads = parsed.options.find((o) => o.spec.long === 'threads');
+  if (threads && Number(threads.value) > SANDBOX_LIMITS.maxSearchThreads) {
+    return { ok: false, message: `rg -j ${threads.value}: at most ${SANDBOX_LIMITS.maxSearchThreads} threads (limit exceeded)` };
+  }
   const paths = await pathOperands(ctx, program, operands);
   if (!paths.ok) return paths;
-  const prefix = program === 'rg' ? ['--no-config', '--no-ignore-parent', '--no-ignore-global'] : [];
+  const prefix = program === 'rg'
+    ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
+    : [];
+  // `.git` is never searched (its file names the bare clone outside the root): after the model's own
+  // globs, so none of them can re-include it.
+  const gitExclusion = program === 'rg' ? ['--glob=!.git'] : ['--exclude-dir=.git', '--exclude=.git'];
   return {
     ok: true,
     // A positional pattern becomes --regexp=PATTERN: one word that no parser can read as a flag.
-    args: [...prefix, ...emitOptions(parsed.options), ...patterns.map((p) => `--regexp=${p}`), '--', ...paths.args],
+    args: [...prefix, ...emitOptions(parsed.options), ...gitExclusion, ...patterns.map((p) => `--regexp=${p}`), '--', ...paths.args],
   };
 }
 
@@ -221,6 +237,16 @@ async function prepareSed(words: string[], ctx: GuardContext): Promise<Prepared>
   }
   const paths = await pathOperands(ctx, 'sed', operands);
   if (!paths.ok) return paths;
+  // sed holds a whole line in memory: a binary or sparse file can be one gigabyte-long line, which under
+  // the address-space limit makes sed stop silently with no output. Refuse it up front, clearly.
+  for (const operand of paths.args) {
+    if (operand === '-') continue;
+    const guarded = await guardPath(ctx.root, operand);
+    if (guarded.ok && guarded.kind === 'file') {
+      const sniff = await sniffBinary(guarded.absolute);
+      if (sniff.binary) return { ok: false, message: `sed: ${JSON.stringify(operand)} is a binary file (${sniff.reason}); sed shows text files only` };
+    }
+  }
   return { ok: true, args: ['-n', '-e', scripts[0]!.replace(/\s+/g, ''), '--', ...paths.args] };
 }
 
@@ -235,13 +261,21 @@ async function prepareFileTool(words: string[], spec: ProgramOptions, ctx: Guard
 }
 
 const FIND_UNARY = new Set(['-print', '-prune', '-empty', '-true', '-false', '-quit', '-not', '!', '-a', '-and', '-o',
-  '-or', '(', ')', '-depth', '-readable', '-executable', '-ls']);
+  '-or', '(', ')', '-depth']);
+/**
+ * -printf directives allowed: everything about the entry itself, nothing about a symlink's target (%l
+ * prints it, %Y stats it: both would reveal names or existence outside the root). Flags and a width may
+ * precede a directive; %T, %A and %C take one format letter.
+ */
+const FIND_PRINTF = /^(?:[^%\\]|\\[ntr\\]|%%|%[-+ #0]{0,4}\d{0,4}(?:\.\d{1,4})?(?:[pPfhHsdyimMkbnugUGDF]|[TAC][@a-zA-Z+]|[tac]))*$/;
 const FIND_BINARY: Record<string, RegExp | null> = {
   '-name': null, '-iname': null, '-path': null, '-ipath': null, '-wholename': null, '-iwholename': null,
-  '-regex': null, '-iregex': null, '-lname': null, '-ilname': null, '-printf': null,
-  '-type': /^[fdlpsb](,[fdlpsb])*$/, '-xtype': /^[fdlpsb](,[fdlpsb])*$/,
+  '-regex': null, '-iregex': null, '-printf': FIND_PRINTF,
+  '-type': /^[fdlpsb](,[fdlpsb])*$/,
   '-maxdepth': /^\d{1,4}$/, '-mindepth': /^\d{1,4}$/, '-size': /^[+-]?\d{1,12}[bcwkMG]?$/,
-  '-mtime': /^[+-]?\d{1,9}$/, '-mmin': /^[+-]?\d{1,9}$/, '-newermt': null,
+  '-mtime': /^[+-]?\d{1,9}$/, '-mmin': /^[+-]?\d{1,9}$/,
+  // A plain date or date-time only: find's date parser also takes TZ="<file>", which opens that file.
+  '-newermt': /^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?$/,
   '-regextype': /^(emacs|posix-awk|posix-basic|posix-egrep|posix-extended|egrep|grep|findutils-default)$/,
 };
 const FIND_DENIED: Record<string, string> = {
@@ -251,6 +285,9 @@ const FIND_DENIED: Record<string, string> = {
   '-files0-from': 'start paths come from the command line', '-L': 'following symlinks could leave the repository',
   '-H': 'following symlinks could leave the repository', '-follow': 'following symlinks could leave the repository',
   '-print0': 'output is text; use -print', '-D': 'debug options are not available', '-newer': 'compare with -newermt instead',
+  '-lname': 'symlink targets are not shown or matched', '-ilname': 'symlink targets are not shown or matched',
+  '-xtype': 'it looks through symlinks; use -type', '-readable': 'it looks through symlinks',
+  '-executable': 'it looks through symlinks', '-ls': "it prints symlink targets; use -printf '%M %s %p\\n'",
 };
 
 async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared> {
@@ -279,6 +316,10 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
       if (value === undefined) return { ok: false, message: `find ${word} needs a value` };
       const rule = FIND_BINARY[word];
       if (rule && !rule.test(value)) return { ok: false, message: `find ${word} does not accept ${JSON.stringify(value)}` };
+      if (word === '-regex' || word === '-iregex') {
+        const problem = regexLimitProblem(value, `find ${word}`);
+        if (problem) return { ok: false, message: problem };
+      }
       expression.push(word, value);
       i += 1;
       continue;

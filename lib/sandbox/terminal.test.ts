@@ -109,13 +109,13 @@ describe('terminal: the allowed programs work like a shell', () => {
 });
 
 describe('planCommand rebuilds every argument list', () => {
-  it('puts operands after -- and patterns in --regexp=, adding rg --no-config', async () => {
+  it('puts operands after -- and patterns in --regexp=, adding rg --no-config and the thread cap', async () => {
     const plan = await planCommand(fx.root, 'rg -in -A2 helper src -g "*.py"');
     expect(plan.ok).toBe(true);
     if (!plan.ok) return;
     expect(plan.stages[0]!.args).toEqual([
-      '--no-config', '--no-ignore-parent', '--no-ignore-global', '--ignore-case', '--line-number', '--after-context=2',
-      '--glob=*.py', '--regexp=helper', '--', 'src',
+      '--no-config', '--no-ignore-parent', '--no-ignore-global', '--threads=4', '--ignore-case', '--line-number', '--after-context=2',
+      '--glob=*.py', '--glob=!.git', '--regexp=helper', '--', 'src',
     ]);
     expect(path.isAbsolute(plan.stages[0]!.executable)).toBe(true);
   });
@@ -125,7 +125,7 @@ describe('planCommand rebuilds every argument list', () => {
     expect(plan.ok && plan.stages.map((s) => s.args)).toEqual([
       ['-n', '-e', '1,5p', '--', 'src/app.py'],
       ['--lines=3', '--'],
-      ['--invert-match', '--regexp=x', '--'],
+      ['--invert-match', '--exclude-dir=.git', '--exclude=.git', '--regexp=x', '--'],
     ]);
     const find = await planCommand(fx.root, 'find -- -e -name x');
     expect(find.ok).toBe(false);

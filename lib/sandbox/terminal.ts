@@ -4,18 +4,31 @@ import { findExecutable } from './executables';
 import { SANDBOX_LIMITS } from './limits';
 import { fitOutput, sanitizeText } from './output';
 import { canonicalRoot } from './paths';
-import { runPipeline, type Stage } from './subprocess';
+import { describeLimit, runPipeline, type Stage } from './subprocess';
 import { ALLOWED_SUMMARY, isAllowedProgram, prepareProgram } from './terminal-programs';
 import { expandGlobWord } from './terminal-expand';
 import { tokenize } from './terminal-tokenize';
-import { errorResult, seconds } from './tool-result';
+import { errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function refused(reason: string): ToolResult {
   return errorResult(`terminal: ${reason}\n${ALLOWED_SUMMARY}`);
 }
 
+/** What ls -l shows instead of a symlink's target: never the target, inside or outside the root alike. */
+export const REDACTED_TARGET = '[symlink target not shown]';
+
+/**
+ * Replaces the target in every long-listing line of a symlink (mode string starting with 'l', optionally
+ * after `-s`'s block count): `lrwxrwxrwx 1 u g 9 Jan 1 00:00 out -> /etc/x` keeps `out` and loses
+ * `/etc/x`. Applied to the whole output of a pipeline that has ls in it (a later grep passes such lines
+ * through). find's ways of printing targets (-ls, -printf %l) are refused instead.
+ */
+export function redactLinkTargets(text: string): string {
+  return text.replace(/^(\s*\d*\s*l[-rwxsStT]{9}[.+@]?\s.*?) -> .*$/gm, `$1 -> ${REDACTED_TARGET}`);
+}
+
 /** Turns the model's command line into validated pipeline stages, or says why not. Runs nothing. */
-export async function planCommand(root: string, command: string): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
+export async function planCommand(root: string, command: string, deadline = Infinity): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
   if (command.length > SANDBOX_LIMITS.maxCommandChars) {
     return { ok: false, message: `the command is longer than ${SANDBOX_LIMITS.maxCommandChars} characters` };
   }
@@ -40,7 +53,7 @@ export async function planCommand(root: string, command: string): Promise<{ ok: 
         args.push(word.text);
         continue;
       }
-      const expanded = await expandGlobWord(canonical.root, root, word.glob);
+      const expanded = await expandGlobWord(canonical.root, root, word.glob, deadline);
       if (expanded === null) args.push(word.text);
       else if (Array.isArray(expanded)) args.push(...expanded);
       else return { ok: false, message: expanded.refused };
@@ -49,7 +62,7 @@ export async function planCommand(root: string, command: string): Promise<{ ok: 
     if (!prepared.ok) return prepared;
     const executable = findExecutable(program);
     if (!executable) return { ok: false, message: `${program} is not installed on this machine` };
-    stages.push({ executable, args: prepared.args });
+    stages.push({ executable, args: prepared.args, program });
   }
   return { ok: true, stages, root: canonical.root };
 }
@@ -71,17 +84,20 @@ export async function terminal(root: string, args: TerminalArgs, options: Sandbo
 
 async function terminalUnsafe(root: string, args: TerminalArgs, options: SandboxOptions): Promise<ToolResult> {
   if (typeof args.command !== 'string' || args.command.trim() === '') return refused('the command is empty');
-  const plan = await planCommand(root, args.command);
+  const limits = SANDBOX_LIMITS;
+  const timeoutMs = options.timeoutMs ?? limits.terminalTimeoutMs;
+  // One deadline for the whole call: glob expansion, the wait for permits and the run itself.
+  const deadline = Date.now() + timeoutMs;
+  const plan = await planCommand(root, args.command, deadline);
   if (!plan.ok) return refused(plan.message);
 
-  const limits = SANDBOX_LIMITS;
   const chunks: Buffer[] = [];
   let stdoutBytes = 0;
-  const timeoutMs = options.timeoutMs ?? limits.terminalTimeoutMs;
   const run = await runPipeline(plan.stages, {
     cwd: plan.root,
-    timeoutMs,
+    timeoutMs: Math.max(1, deadline - Date.now()),
     signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
     onStdout: (chunk) => {
       const room = limits.terminalStdoutBytes - stdoutBytes;
       chunks.push(chunk.subarray(0, Math.max(0, room)));
@@ -92,7 +108,9 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   const spawnFailure = run.stages.find((s) => s.spawnError);
   if (spawnFailure) return errorResult(`terminal: could not start the command: ${spawnFailure.spawnError}`);
 
-  const stdout = sanitizeText(Buffer.concat(chunks).toString('utf8'));
+  const rawStdout = Buffer.concat(chunks).toString('utf8');
+  // ls -l shows "name -> target" for every link; the target may name something outside the root.
+  const stdout = sanitizeText(plan.stages.some((s) => s.program === 'ls') ? redactLinkTargets(rawStdout) : rawStdout);
   const stderr = run.stages
     .map((s) => sanitizeText(s.stderr).text.trim())
     .filter(Boolean)
@@ -107,6 +125,9 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   }
   const fitted = fitOutput(body || '(no output)', notes);
   if (run.aborted) return errorResult('terminal: the command was cancelled', fitted.output);
+  if (run.timedOut && run.waitedForSlots) return errorResult(`terminal: ${slotWaitTimeout(timeoutMs)}`);
+  const limited = run.stages.find((s) => s.limitExceeded);
+  if (limited) return errorResult(`terminal: ${describeLimit(limited.limitExceeded!, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
     return errorResult(`terminal: the command timed out after ${seconds(timeoutMs)} and was killed; the output above is partial`, fitted.output);
   }

@@ -15,3 +15,8 @@ export function displayPath(relative: string): string {
   const clean = relative.replace(/[\x00-\x1f\x7f]/g, '?');
   return clean.startsWith('./') ? clean.slice(2) : clean;
 }
+
+/** A call whose whole budget went on waiting for a subprocess slot (the global limit was saturated). */
+export function slotWaitTimeout(timeoutMs: number): string {
+  return `timed out after ${seconds(timeoutMs)} waiting for a free subprocess slot (too many tool calls at once); nothing was run, try again`;
+}

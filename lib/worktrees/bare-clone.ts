@@ -28,9 +28,13 @@ export interface BareCloneResult {
 }
 
 /**
- * One `git clone --bare` per repository, made atomically: clone into a temp dir, mark it complete, rename it
- * into place. A bare dir without the completion marker (made by a killed run or another tool) is removed and
- * cloned again; leftover temp clones are removed. Takes the repository's lock.
+ * One bare repository per repository, made atomically: made in a temp dir, marked complete, renamed into
+ * place. A bare dir without the completion marker (made by a killed run or another tool) is removed and made
+ * again; leftover temp dirs are removed. Takes the repository's lock.
+ *
+ * From a URL it starts **empty** (`git init --bare` with the URL as `origin`): `ensureCommitLocked` then
+ * fetches exactly the base commits, `--depth=1` each, so a repository costs megabytes, not its whole history.
+ * From a local mirror directory it is a `git clone --bare` (objects hard-linked on the same filesystem).
  */
 export async function ensureBareClone(
   repo: string,
@@ -66,6 +70,13 @@ export async function ensureBareCloneLocked(
   const remote = await resolveRemote(repo, source);
   const tmp = path.join(root, `${cloneTempPrefix(repo)}${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
+    if (remote.kind === 'url') {
+      await git(['init', '--quiet', '--bare', tmp], { cwd: root, timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS, signal: opts.signal, repo: repo.repo });
+      await git(['remote', 'add', 'origin', remote.url], localOpts(tmp, opts, repo));
+      await writeCloneMarker(tmp, repo, remote.url, 'commits');
+      await fs.rename(tmp, bare);
+      return { repo: repo.repo, path: bare, status: state === 'half-made' ? 'recloned' : 'cloned', ms: performance.now() - started };
+    }
     const r = await runGit(['clone', '--bare', '--quiet', '--', remote.url, tmp], {
       cwd: root,
       timeoutMs: opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS,
@@ -96,10 +107,7 @@ export async function ensureBareCloneLocked(
     }
     // A bare clone has no fetch refspec; give it one so `fetch --all` brings new branches (a mirror of heads).
     await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], localOpts(tmp, opts, repo));
-    await fs.writeFile(
-      path.join(tmp, CLONE_MARKER),
-      JSON.stringify({ repo: repo.repo, url: remote.url, clonedAt: new Date().toISOString() }) + '\n',
-    );
+    await writeCloneMarker(tmp, repo, remote.url, 'clone');
     await fs.rename(tmp, bare);
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
@@ -110,6 +118,11 @@ export async function ensureBareCloneLocked(
     status: state === 'half-made' ? 'recloned' : 'cloned',
     ms: performance.now() - started,
   };
+}
+
+/** `commits`: an empty repository that fetches base commits one by one; `clone`: a full clone of a mirror. */
+async function writeCloneMarker(dir: string, repo: RepoName, url: string, mode: 'commits' | 'clone'): Promise<void> {
+  await fs.writeFile(path.join(dir, CLONE_MARKER), JSON.stringify({ repo: repo.repo, url, mode, clonedAt: new Date().toISOString() }) + '\n');
 }
 
 async function bareState(bare: string, opts: GitTimeouts): Promise<'absent' | 'complete' | 'half-made'> {
@@ -137,9 +150,11 @@ async function removeTempClones(root: string, repo: RepoName): Promise<void> {
 export type CommitSource = 'present' | 'fetched-commit' | 'fetched-all';
 
 /**
- * Makes sure `<commit>^{commit}` exists in the bare clone: `git cat-file -e` first, then `fetch <commit>`,
- * then `fetch --all --tags` for servers that refuse unadvertised objects (App. A.2). Returns how it was
- * found. Caller holds the repository lock.
+ * Makes sure `<commit>^{commit}` exists in the bare repository: `git cat-file -e` first, then
+ * `fetch --depth=1 origin <commit>` (GitHub and any protocol-v2 server serve a reachable commit by id), and
+ * only when the server refuses that, every branch and tag with their full history (`--unshallow` when earlier
+ * shallow fetches left a shallow boundary) for servers that refuse unadvertised objects (App. A.2). Returns
+ * how it was found. Caller holds the repository lock.
  */
 export async function ensureCommitLocked(
   repo: RepoName,
@@ -154,33 +169,39 @@ export async function ensureCommitLocked(
 
   const remote = await resolveRemote(repo, source);
   const configured = await runGit(['config', '--get', 'remote.origin.url'], local);
-  if (configured.stdout.trim() !== remote.url) await git(['config', 'remote.origin.url', remote.url], local);
+  if (configured.stdout.trim() !== remote.url) {
+    if (configured.code === 0) await git(['config', 'remote.origin.url', remote.url], local);
+    else await git(['remote', 'add', 'origin', remote.url], local);
+  }
+  const unreachable = (stderr: string) =>
+    new WorktreeError(
+      'repo-unreachable',
+      `commit ${sha} is not in the local clone of ${repo.repo} and ${remote.url} cannot be reached: ${lastLines(stderr)}; ${unreachableHint(repo)}`,
+      { retryable: false, repo: repo.repo, commit: sha },
+    );
 
   const network = { cwd: bare, timeoutMs: opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS, signal: opts.signal };
-  const byCommit = await runGit(['fetch', '--quiet', 'origin', sha], network);
+  // A mirror-dir clone has the history already: a missing commit is new, and fetching it shallow would cut
+  // the history the clone shares with it. A URL repository holds base commits only, so depth 1 is all it needs.
+  const depth = remote.kind === 'url' ? ['--depth=1'] : [];
+  // Kept under refs/commits/<sha> (the compact-mirror layout): the commit stays reachable for gc, and the next
+  // fetch tells the server it has it, so objects shared by two base commits travel once.
+  const byCommit = await runGit(['fetch', '--quiet', ...depth, 'origin', `+${sha}:refs/commits/${sha}`], network);
   if (byCommit.code === 0 && (await hasCommit(sha, local))) return 'fetched-commit';
-  if (byCommit.code !== 0 && looksUnreachable(byCommit.stderr)) {
-    throw new WorktreeError(
-      'repo-unreachable',
-      `commit ${sha} is not in the local clone of ${repo.repo} and ${remote.url} cannot be reached: ${lastLines(byCommit.stderr)}; ${unreachableHint(repo)}`,
-      { retryable: false, repo: repo.repo, commit: sha },
-    );
-  }
+  if (byCommit.code !== 0 && looksUnreachable(byCommit.stderr)) throw unreachable(byCommit.stderr);
 
   await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], local);
-  const all = await runGit(['fetch', '--quiet', '--all', '--tags'], network);
+  const shallow = await fs.access(path.join(bare, 'shallow')).then(
+    () => true,
+    () => false,
+  );
+  const all = await runGit(['fetch', '--quiet', ...(shallow ? ['--unshallow'] : []), '--tags', 'origin'], network);
   if (await hasCommit(sha, local)) return 'fetched-all';
-  if (all.code !== 0 && looksUnreachable(all.stderr)) {
-    throw new WorktreeError(
-      'repo-unreachable',
-      `commit ${sha} is not in the local clone of ${repo.repo} and ${remote.url} cannot be reached: ${lastLines(all.stderr)}; ${unreachableHint(repo)}`,
-      { retryable: false, repo: repo.repo, commit: sha },
-    );
-  }
+  if (all.code !== 0 && looksUnreachable(all.stderr)) throw unreachable(all.stderr);
   throw new WorktreeError(
     'commit-missing',
-    `commit ${sha} not found in ${repo.repo} (${remote.url}), neither by \`fetch ${sha}\` ` +
-      `(${byCommit.code === 0 ? 'fetched, but no such commit' : lastLines(byCommit.stderr, 2)}) nor by \`fetch --all --tags\`` +
+    `commit ${sha} not found in ${repo.repo} (${remote.url}), neither by \`fetch --depth=1 ${sha}\` ` +
+      `(${byCommit.code === 0 ? 'fetched, but no such commit' : lastLines(byCommit.stderr, 2)}) nor by fetching every branch and tag` +
       `${all.code === 0 ? '' : ` (${lastLines(all.stderr, 2)})`}`,
     { retryable: false, repo: repo.repo, commit: sha },
   );

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { WorktreeError } from './errors';
 
 /**
@@ -19,6 +20,12 @@ export interface GitOptions {
   cwd?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * The command runs on a checkout whose files an agent (or an untrusted repository) wrote: run it with
+   * hardenedGitEnv and HARDENED_GIT_CONFIG so that no config key, hook or attribute can start a program.
+   * Needs `cwd` (the checkout or bare repository the command is about).
+   */
+  hardened?: boolean;
 }
 
 const OUTPUT_CAP_BYTES = 64 * 1024 * 1024;
@@ -38,6 +45,79 @@ export function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * Command-line config (`-c`) for git commands on agent-touched worktrees. Command-line scope outranks every
+ * config file, so these hold even against a repository config the attacker wrote. Every key `git help
+ * config` documents as running a program, and how it is neutralised:
+ * - core.fsmonitor (runs a hook on every index read): false here;
+ * - hooks (post-index-change fires on `git add`, post-checkout, ...): core.hooksPath=/dev/null;
+ * - core.pager / pager.<cmd>: `--no-pager` (callers) and GIT_PAGER=cat; core.editor / sequence.editor:
+ *   GIT_EDITOR / GIT_SEQUENCE_EDITOR, which git prefers to the config; core.sshCommand / ssh:
+ *   GIT_SSH_COMMAND=false, which outranks core.sshCommand; core.askPass: GIT_ASKPASS; credential.helper:
+ *   reset to empty here; transports (core.gitProxy, remote.*.uploadpack, ext::): protocol.allow=never;
+ * - diff.external and diff.<driver>.command: `--no-ext-diff` on every diff; diff.<driver>.textconv:
+ *   `--no-textconv` (see workspacePatch); merge drivers: no hardened command merges;
+ * - filter.<driver>.clean/smudge/process: these keys cannot be wildcarded on the command line, so they are
+ *   neutralised by where they may come from: system and global config are off (GIT_CONFIG_NOSYSTEM,
+ *   GIT_CONFIG_GLOBAL=/dev/null), and the repository's own config lives in the bare clone, outside the
+ *   checkout, where no agent write can reach (the editor refuses every resolved path with a `.git`
+ *   component and every symlink). An agent-written .gitattributes naming a filter therefore names a
+ *   driver that is not defined, which git ignores.
+ * - uploadpack.packObjectsHook: honoured only from system/global config, both off; no hardened command
+ *   runs upload-pack anyway (protocol.allow=never).
+ * - gc.auto / maintenance.auto: off, so no background `git gc` outlives the call.
+ */
+export const HARDENED_GIT_CONFIG: readonly string[] = [
+  'core.fsmonitor=false',
+  'core.hooksPath=/dev/null',
+  'core.untrackedCache=false',
+  'core.attributesFile=/dev/null',
+  'credential.helper=',
+  'protocol.allow=never',
+  'submodule.recurse=false',
+  'gc.auto=0',
+  'maintenance.auto=false',
+  'commit.gpgSign=false',
+];
+
+/** `HARDENED_GIT_CONFIG` as git's leading `-c KEY=VALUE` arguments, plus `--no-pager`. */
+export function hardenedGitArgs(args: readonly string[]): string[] {
+  return ['--no-pager', ...HARDENED_GIT_CONFIG.flatMap((kv) => ['-c', kv]), ...args];
+}
+
+/**
+ * The environment for git on an agent-touched worktree `cwd`: every inherited GIT_* variable dropped (a
+ * GIT_CONFIG_PARAMETERS, GIT_EXTERNAL_DIFF or GIT_DIR from the worker's own environment must not leak in),
+ * system and global config ignored, repository discovery stopped at `cwd` itself (GIT_CEILING_DIRECTORIES =
+ * its parent, so a checkout whose `.git` vanished can never make git find and diff an enclosing repository),
+ * and every program-running variable pinned to a no-op. safe.directory is deliberately left alone: git's
+ * ownership check stays on (global config, where a `safe.directory=*` could live, is ignored), and the
+ * checkouts are created by the worker itself, so they pass it.
+ */
+export function hardenedGitEnv(cwd: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+  Object.assign(env, {
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_SYSTEM: '/dev/null',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(cwd)),
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: 'true',
+    SSH_ASKPASS: 'true',
+    GIT_SSH_COMMAND: 'false',
+    GIT_PAGER: 'cat',
+    PAGER: 'cat',
+    GIT_EDITOR: 'true',
+    GIT_SEQUENCE_EDITOR: 'true',
+    GIT_LFS_SKIP_SMUDGE: '1',
+    GIT_OPTIONAL_LOCKS: '0',
+    LC_ALL: 'C',
+    LANGUAGE: 'C',
+  });
+  return env;
+}
+
 /** Runs git; resolves with the exit code whatever it is. Rejects only on timeout, abort or spawn failure. */
 export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
   return new Promise((resolve, reject) => {
@@ -45,9 +125,13 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
       reject(new WorktreeError('aborted', `git ${args[0] ?? ''} aborted before it started`, { retryable: true }));
       return;
     }
-    const child = spawn('git', args, {
+    if (opts.hardened && opts.cwd === undefined) {
+      reject(new WorktreeError('git-failed', `hardened git ${args[0] ?? ''} needs a cwd`, { retryable: false }));
+      return;
+    }
+    const child = spawn('git', opts.hardened ? hardenedGitArgs(args) : args, {
       cwd: opts.cwd,
-      env: gitEnv(),
+      env: opts.hardened ? hardenedGitEnv(opts.cwd!) : gitEnv(),
       shell: false,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

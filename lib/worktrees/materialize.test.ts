@@ -40,6 +40,19 @@ function dirs() {
 }
 
 describe('materializeAll', () => {
+  it('fails every commit of an unreachable URL repository with the first fetch error, asking once', async () => {
+    const d = dirs();
+    const t0 = performance.now();
+    const requests = widgets.commits.slice(0, 4).map((commit) => ({ repo: 'acme/typo', commit }));
+    const rows = await materializeAll(requests, { ...d, source: { kind: 'url', template: 'file:///nonexistent/{repo}.git' } });
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(rows.map((r) => r.status)).toEqual(Array(4).fill('failed'));
+    expect(new Set(rows.map((r) => r.error)).size).toBe(1);
+    expect(rows[0]!.error).toMatch(/acme\/typo.*cannot be reached.*environment\.repoSource/);
+    // The later commits were refused without running git: no time spent on them.
+    expect(rows.slice(1).every((r) => r.ms === 0)).toBe(true);
+  });
+
   it('materializes many commits of several repos; a failure stays in its row', async () => {
     const d = dirs();
     const requests = [

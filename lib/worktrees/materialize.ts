@@ -86,16 +86,24 @@ async function materializeRepo(
     for (const [commit, keys] of commits) record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, ms));
     return;
   }
+  // A repository that turns out unreachable at its first fetch fails its remaining commits with that error,
+  // instead of asking the same dead remote once per commit.
+  let unreachable: WorktreeError | null = null;
   for (const [commit, keys] of commits) {
     const t0 = performance.now();
     if (opts.signal?.aborted) {
       record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), 'aborted', 0));
       continue;
     }
+    if (unreachable) {
+      record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), unreachable, 0));
+      continue;
+    }
     try {
       const w = await ensureWorktree(repo, commit, opts);
       record(keys, { repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
     } catch (e) {
+      if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
       record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, performance.now() - t0));
     }
   }

@@ -103,6 +103,19 @@ describe('worktree repair after a kill at any moment', () => {
     expect((await listWorktrees(bare, parseRepoName(REPO), {})).map((l) => l.path).sort()).toEqual([other.path, w.path].sort());
   });
 
+  it('repairs the shallow.lock a killed `git fetch --depth=1` leaves, which blocks every later fetch', async () => {
+    const d = dirs();
+    await ensureWorktree(REPO, src.commits[0]!, { ...d, source });
+    const bare = bareRepoPath(d.cacheDir, parseRepoName(REPO));
+    const [late] = await createBranch(src.dir, 'late-for-lock', [{ 'LOCKED.txt': 'late\n' }]);
+    await fs.writeFile(path.join(bare, 'shallow.lock'), '');
+    const blocked = await runGit(['fetch', '--depth=1', 'origin', late!], { cwd: bare, timeoutMs: 20_000 });
+    expect(blocked.code).not.toBe(0);
+    expect(blocked.stderr).toContain('shallow.lock');
+    const w = await ensureWorktree(REPO, late!, { ...d, source });
+    expect(await fs.readFile(path.join(w.path, 'LOCKED.txt'), 'utf8')).toBe('late\n');
+  });
+
   it('removes only the half-made entry and its own checkout, never a complete worktree or a foreign directory', async () => {
     const d = dirs();
     const kept = await ensureWorktree(REPO, src.commits[2]!, { ...d, source });

@@ -116,8 +116,13 @@ describe.concurrent('ensureWorktree', () => {
     expect(e.message).toContain('acme/typo');
     expect(e.message).toContain('file:///nonexistent/acme/typo.git');
     expect(e.message).toContain('environment.repoSource');
-    // No half clone is left to look valid.
-    expect((await fs.readdir(d.cacheDir)).filter((n) => n !== 'locks')).toEqual([]);
+    // Nothing was fetched: at most the empty repository that fetches base commits, and no temp dir.
+    const left = (await fs.readdir(d.cacheDir)).filter((n) => n !== 'locks');
+    expect(left.filter((n) => n !== 'acme__typo.git')).toEqual([]);
+    if (left.length > 0) {
+      const refs = await git(['for-each-ref'], { cwd: path.join(d.cacheDir, 'acme__typo.git'), timeoutMs: 10_000 });
+      expect(refs.trim()).toBe('');
+    }
   });
 
   it('makes a commit once when two requests race; the other reuses it', async () => {
@@ -137,6 +142,7 @@ describe.concurrent('ensureWorktree', () => {
     const big = await createSyntheticRepo(path.join(root, 'sources', 'acme', 'big'), { files: 400, commits: 2 });
     const source: RepoSource = { kind: 'url', template: `${root}/sources/{repo}` };
     const { path: bare } = await ensureBareClone('acme/big', source, d.cacheDir);
+    await git(['fetch', '--quiet', '--depth=1', 'origin', big.commits[1]!], { cwd: bare, timeoutMs: 60_000 });
     const wt = path.join(d.worktreesDir, 'acme__big', big.commits[1]!);
     await fs.mkdir(path.dirname(wt), { recursive: true });
     const child = spawn('git', ['worktree', 'add', '--detach', wt, big.commits[1]!], { cwd: bare, stdio: 'ignore' });
@@ -241,18 +247,44 @@ describe.concurrent('ensureWorktree', () => {
     expect(await readVersion(w.path)).toBe('8');
   });
 
-  it('keeps an existing commit available without network after the source disappears', async () => {
+  it('keeps a fetched commit available without network after the source disappears', async () => {
     const d = dirs();
     const gone = await createSyntheticRepo(path.join(root, 'sources', 'acme', 'gone'), { files: 5, commits: 3 });
     await ensureWorktree('acme/gone', gone.commits[0]!, { ...d, source: urlSource });
+    const before = await ensureWorktree('acme/gone', gone.commits[2]!, { ...d, source: urlSource });
     await fs.rm(gone.dir, { recursive: true, force: true });
+    const bare = path.join(d.cacheDir, 'acme__gone.git');
+    await git(['worktree', 'remove', '--force', before.path], { cwd: bare, timeoutMs: 10_000 });
     const w = await ensureWorktree('acme/gone', gone.commits[2]!, { ...d, source: urlSource });
     expect(w.commitSource).toBe('present');
     expect(await readVersion(w.path)).toBe('2');
+    // Only the base commits were fetched: commit 1, between them, is not in the repository.
+    const between = await git(['cat-file', '-t', gone.commits[1]!], { cwd: bare, timeoutMs: 10_000 }).catch((e: unknown) => e);
+    expect(between).toBeInstanceOf(WorktreeError);
     const extra = 'feedface'.repeat(5);
     const err = await ensureWorktree('acme/gone', extra, { ...d, source: urlSource }).catch((e: unknown) => e);
     expect((err as WorktreeError).code).toBe('repo-unreachable');
     expect((err as WorktreeError).message).toContain(extra);
+  });
+});
+
+describe('fetching only the base commits from a URL', () => {
+  it('starts from an empty bare repository and fetches each base commit with depth 1', async () => {
+    const d = dirs();
+    const fileUrl: RepoSource = { kind: 'url', template: `file://${root}/sources/{repo}` };
+    const clone = await ensureBareClone(REPO, fileUrl, d.cacheDir);
+    expect(clone.status).toBe('cloned');
+    const count = async () => Number((await git(['rev-list', '--all', '--count'], { cwd: clone.path, timeoutMs: 10_000 })).trim() || '0');
+    expect(await count()).toBe(0);
+    const a = await ensureWorktree(REPO, src.commits[2]!, { ...d, source: fileUrl });
+    const b = await ensureWorktree(REPO, src.commits[9]!, { ...d, source: fileUrl });
+    expect([a.commitSource, b.commitSource]).toEqual(['fetched-commit', 'fetched-commit']);
+    expect(await readVersion(b.path)).toBe('9');
+    await expectCleanCheckout(a.path, src.commits[2]!);
+    // Two commits of twelve, each a shallow boundary: no history came with them.
+    const shallow = (await fs.readFile(path.join(clone.path, 'shallow'), 'utf8')).trim().split('\n').sort();
+    expect(shallow).toEqual([src.commits[2]!, src.commits[9]!].sort());
+    expect((await git(['rev-list', '--count', src.commits[9]!], { cwd: clone.path, timeoutMs: 10_000 })).trim()).toBe('1');
   });
 });
 
@@ -268,9 +300,12 @@ describe('ensureWorktree fetching from a changing source', () => {
     expect(await fs.readFile(path.join(w.path, 'LATE.txt'), 'utf8')).toBe('late\n');
   });
 
-  it('falls back to fetch --all when the server refuses an unadvertised commit', async () => {
+  it('falls back to every branch with full history (unshallowing) when the server refuses an unadvertised commit', async () => {
     const d = dirs();
-    await ensureBareClone(REPO, urlSource, d.cacheDir);
+    const { path: bare } = await ensureBareClone(REPO, urlSource, d.cacheDir);
+    // A first base commit fetched with depth 1 leaves a shallow boundary that the fallback must lift.
+    await ensureWorktree(REPO, src.commits[1]!, { ...d, source: urlSource });
+    await fs.access(path.join(bare, 'shallow'));
     // Not a branch tip: protocol v0 servers refuse `fetch <sha>` for it; only fetching the branch brings it.
     const [inner] = await createBranch(src.dir, 'hidden-branch', [{ 'HIDDEN.txt': 'inner\n' }, { 'HIDDEN.txt': 'tip\n' }]);
     const saved = { ...process.env };
@@ -279,6 +314,8 @@ describe('ensureWorktree fetching from a changing source', () => {
       const w = await ensureWorktree(REPO, inner!, { ...d, source: urlSource });
       expect(w.commitSource).toBe('fetched-all');
       expect(await fs.readFile(path.join(w.path, 'HIDDEN.txt'), 'utf8')).toBe('inner\n');
+      await expect(fs.access(path.join(bare, 'shallow'))).rejects.toThrow();
+      expect(Number((await git(['rev-list', '--count', src.commits[11]!], { cwd: bare, timeoutMs: 10_000 })).trim())).toBe(12);
     } finally {
       for (const k of ['GIT_CONFIG_COUNT', 'GIT_CONFIG_KEY_0', 'GIT_CONFIG_VALUE_0']) delete process.env[k];
       Object.assign(process.env, saved);

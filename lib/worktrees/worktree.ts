@@ -66,8 +66,9 @@ async function ensureWorktreeLocked(
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);
-  // Before any `git worktree` command: a half-made admin entry makes every one of them fail.
+  // Before any other git command: what a killed git left (a half-made admin entry, a lock file) makes the next one fail.
   await removeInterruptedAdds(bare, opts.worktreesDir);
+  await removeStaleLocks(bare);
 
   const found = await inspectWorktree(bare, wt, commit, repo, opts);
   if (found.state === 'valid') {
@@ -143,7 +144,8 @@ export async function inspectWorktree(
   if (!registered) return { state: 'broken', reason: 'the directory exists but git does not list it as a worktree' };
   if (registered.prunable) return { state: 'broken', reason: 'git lists it as prunable' };
 
-  const local = { cwd: wt, timeoutMs: localOpts(wt, opts, repo).timeoutMs, signal: opts.signal };
+  // hardened: a worktree's files come from an untrusted repository (and run checkouts from an agent).
+  const local = { cwd: wt, timeoutMs: localOpts(wt, opts, repo).timeoutMs, signal: opts.signal, hardened: true };
   const revs = await runGit(['rev-parse', '--absolute-git-dir', '--git-common-dir', 'HEAD'], local);
   if (revs.code !== 0) return { state: 'broken', reason: `git rev-parse fails in it: ${revs.stderr.trim()}` };
   const [adminDir = '', commonDir = '', head = ''] = revs.stdout.trim().split('\n');
@@ -213,7 +215,7 @@ async function samePath(a: string, b: string): Promise<boolean> {
 export async function removeWorktree(bare: string, wt: string, repo: RepoName, opts: GitTimeouts): Promise<void> {
   const local = localOpts(bare, opts, repo);
   // Twice --force: also removes a locked worktree. Failure is fine: the rm and prune below finish the job.
-  await runGit(['worktree', 'remove', '--force', '--force', wt], local);
+  await runGit(['worktree', 'remove', '--force', '--force', wt], { ...local, hardened: true });
   await fs.rm(wt, { recursive: true, force: true });
   await git(['worktree', 'prune'], local);
   // `worktree add` locks its entry ("initializing") until the checkout ends; prune keeps locked entries, and
@@ -257,6 +259,33 @@ export async function removeInterruptedAdds(bare: string, worktreesDir: string):
     }
     await fs.rm(entry, { recursive: true, force: true });
     removed.push(id);
+  }
+  return removed;
+}
+
+/** Lock files git creates while it changes a repository; a killed git leaves them, and the next one refuses to run. */
+const GIT_LOCK_FILES = ['shallow.lock', 'packed-refs.lock', 'config.lock', 'HEAD.lock', 'FETCH_HEAD.lock', 'index.lock'];
+
+/**
+ * Removes the lock files a killed `git fetch` (or `clone`, `config`) left in the bare clone: `shallow.lock`
+ * after a killed `fetch --depth=1` makes every later fetch die with "Unable to create '…/shallow.lock': File
+ * exists" (found by lib/worktrees/worktree-kill.test.ts), and ref locks block updating those refs. Caller
+ * holds the repository lock, so no git of ours is running in this repository: every lock is a dead one.
+ * Only `*.lock` files are touched. Returns the paths removed (relative to the bare clone).
+ */
+export async function removeStaleLocks(bare: string): Promise<string[]> {
+  const removed: string[] = [];
+  const candidates = [...GIT_LOCK_FILES];
+  const refs = path.join(bare, 'refs');
+  for (const entry of (await fs.readdir(refs, { recursive: true }).catch(() => [] as string[])) as string[]) {
+    if (entry.endsWith('.lock')) candidates.push(path.join('refs', entry));
+  }
+  for (const rel of candidates) {
+    const file = path.join(bare, rel);
+    if (await fs.lstat(file).then((st) => st.isFile(), () => false)) {
+      await fs.rm(file, { force: true });
+      removed.push(rel);
+    }
   }
   return removed;
 }

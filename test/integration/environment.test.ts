@@ -80,6 +80,49 @@ describe('environment stage on the real dev server', () => {
     expect(again.environment!.materialize).toMatchObject({ commits: 2, created: 0, reused: 2 });
   });
 
+  it('onUnavailable: skip drops the samples of a missing repository with their reason and goes on with the rest', async () => {
+    const withMissing = path.join(work, 'instances-with-missing.jsonl');
+    const orphan = { ...instances[0]!, instance_id: 'acme__absent-1', repo: 'acme/absent' };
+    writeFileSync(withMissing, [...instances, orphan].map((i) => JSON.stringify(i)).join('\n') + '\n');
+    const result = await run('env-skip', {
+      dataDir: path.join(work, 'runs-skip'),
+      inputs: { trajectories: trajectoriesPath, instances: withMissing },
+      environment: { repoSource: { kind: 'mirror-dir', dir: mirrors }, onUnavailable: 'skip' },
+    });
+    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([['catm', 'completed'], ['environment', 'completed']]);
+    const env = result.environment!;
+    expect(env.materialize).toMatchObject({ commits: 3, created: 2, failed: 1, droppedSamples: 1, onUnavailable: 'skip' });
+    expect(env.materialize.dropped).toEqual([
+      { instanceId: 'acme__absent-1', repo: 'acme/absent', commit: orphan.base_commit, reason: expect.stringMatching(/no local mirror of acme\/absent/) },
+    ]);
+    const droppedRows = await readParquetObjects(env.dropped!.uri);
+    expect(droppedRows).toEqual([expect.objectContaining({ instanceId: 'acme__absent-1', repo: 'acme/absent' })]);
+    // The later stages see only the samples that have a worktree.
+    const samples = await readParquetObjects(env.samples.uri);
+    expect(samples.map((s) => s.instanceId).sort()).toEqual(['acme__widgets-1', 'acme__widgets-2']);
+    expect(env.groundTruth).toMatchObject({ samples: 3, withoutWorktree: 1, withGroundTruth: 2 });
+
+    // fail: the same input fails the stage, all or nothing, and says how to go on.
+    const { result: strict, failed: strictFailed } = await runPipeline('env-strict', {
+      dataDir: path.join(work, 'runs-skip'),
+      inputs: { trajectories: trajectoriesPath, instances: withMissing },
+      environment: { repoSource: { kind: 'mirror-dir', dir: mirrors }, onUnavailable: 'fail' },
+    });
+    expect(strictFailed).toBe(true); // Failed in Temporal (issue #12)
+    expect(strict.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
+    expect(strict.outcomes[1]!.reason).toMatch(/1 of 3 commits could not be materialized.*acme\/absent.*onUnavailable: skip/);
+  });
+
+  it('onUnavailable: skip still fails the stage when no sample is usable, naming why', async () => {
+    const { result, failed } = await runPipeline('env-skip-none', {
+      dataDir: path.join(work, 'runs-skip-none'),
+      environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') }, onUnavailable: 'skip' },
+    });
+    expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
+    expect(result.outcomes[1]!.reason).toMatch(/no usable sample: none of the 2 commits could be materialized.*acme\/widgets.*environment\.repoSource/);
+    expect(failed).toBe(true);
+  });
+
   it('fails fast on an unreachable repository, naming it and the mirror config key; the pipeline reports what ran', async () => {
     const { result, failed } = await runPipeline('env-unreachable', {
       // Its own data dir: the first test's bare clone cache would otherwise serve the repository.

@@ -37,6 +37,11 @@ export interface DenseIndexOptions {
   checkpointSeconds?: number;
   /** Called after each group of files is embedded (for heartbeats / progress bars). */
   onProgress?: (progress: { filesDone: number; filesTotal: number }) => void;
+  /**
+   * `files` is a subset of the commit (e.g. one instance's candidates): keep the cached files outside it when
+   * the cache is rewritten, so indexes of other subsets of the same commit still find theirs.
+   */
+  subsetOfCommit?: boolean;
 }
 
 export interface DenseIndexStats {
@@ -115,7 +120,9 @@ export async function buildDenseIndex(
       entries[i] = hit;
     } else toEmbed.push(i);
   });
-  const entriesSoFar = (): [string, CachedFile][] => paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : []));
+  const inIndex = new Set(paths);
+  const otherCached: [string, CachedFile][] = opts.subsetOfCommit && cached ? [...cached.files].filter(([p]) => !inIndex.has(p)) : [];
+  const entriesSoFar = (): [string, CachedFile][] => [...otherCached, ...paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : []))];
 
   let embeddedTokens = 0;
   let lastWrite = Date.now();
@@ -154,7 +161,7 @@ export async function buildDenseIndex(
 
   let written = false;
   if (cachePath !== undefined && cached !== undefined) {
-    const sameFileSet = cached.files.size === files.length && paths.every((p) => cached.files.has(p));
+    const sameFileSet = (opts.subsetOfCommit || cached.files.size === files.length) && paths.every((p) => cached.files.has(p));
     if (toEmbed.length > 0 || !sameFileSet || cached.status !== 'read') {
       await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
       written = true;

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '../../schemas/tools';
-import type { SearchEngine } from './engine';
-import { runTool } from './run-tool';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import type { SearchEngine } from '../../lib/sandbox/engine';
+import { runTool } from '../../lib/sandbox/run-tool';
+import { makeSandboxFixture, type SandboxFixture } from '../../lib/sandbox/test-fixture';
+import { recordAttack } from './attack-log';
 
 /**
  * The attack corpus: every input is refused or bounded with a clear message, and the secret planted
@@ -154,11 +155,31 @@ const ATTACKS: Attack[] = [
   { name: 'unknown tool', tool: 'bash', args: () => ({ command: 'id' }), expect: { refused: /unknown tool "bash"/ } },
   { name: 'arguments that are not JSON', tool: 'read', args: () => '{"path": "../secret.txt"', expect: { refused: /not valid JSON/ } },
   { name: 'extra argument', tool: 'read', args: () => ({ path: 'src/app.py', follow_symlinks: true }), expect: { refused: /invalid arguments for read/ } },
+  // added with issue #16: probes of names and existence, resource options, git's files
+  { name: 'read .git file of the worktree', tool: 'read', args: () => ({ path: '.git' }), expect: { refused: /inside \.git/ } },
+  { name: 'terminal cat .git', tool: 'terminal', args: () => ({ command: 'cat .git' }), expect: { refused: /inside \.git/ } },
+  { name: 'terminal rg --hidden for the gitdir line', tool: 'terminal', args: () => ({ command: "rg --hidden -g '*' nonexistent/worktrees" }), expect: { bounded: /exit code 1/, status: 'ok' } },
+  { name: 'terminal grep -r for the gitdir line', tool: 'terminal', args: () => ({ command: 'grep -r nonexistent/worktrees .' }), expect: { bounded: /exit code 1/, status: 'ok' } },
+  { name: 'terminal find -lname probe', tool: 'terminal', args: () => ({ command: "find links -lname '*secret*'" }), expect: { refused: /-lname is not allowed/ } },
+  { name: 'terminal find -printf %l', tool: 'terminal', args: () => ({ command: "find links -printf '%l'" }), expect: { refused: /-printf does not accept/ } },
+  { name: 'terminal find -newermt TZ file', tool: 'terminal', args: () => ({ command: "find . -newermt 'TZ=\"/etc/passwd\" 2020-01-01'" }), expect: { refused: /-newermt does not accept/ } },
+  { name: 'terminal find -newermt TZ fifo', tool: 'terminal', args: () => ({ command: "find . -newermt 'TZ=\"fifo\" 2020-01-01'" }), expect: { refused: /-newermt does not accept/ } },
+  { name: 'terminal rg -j 1000', tool: 'terminal', args: () => ({ command: 'rg -j 1000 helper' }), expect: { refused: /at most 4 threads/ } },
+  { name: 'terminal grep repetition bomb', tool: 'terminal', args: () => ({ command: "grep -E 'a{32767}{32767}' src/app.py" }), expect: { refused: /limit exceeded/ } },
+  { name: 'terminal find -regex repetition bomb', tool: 'terminal', args: () => ({ command: "find . -regex 'a{32767}{32767}'" }), expect: { refused: /limit exceeded/ } },
+  { name: 'terminal sed on a 1 GB sparse file', tool: 'terminal', args: () => ({ command: "sed -n '$p' sparse.bin" }), expect: { refused: /binary file/ }, maxMs: 1500 },
+  { name: 'terminal ls -l shows no outward target', tool: 'terminal', args: () => ({ command: 'ls -l links' }), expect: { bounded: /symlink target not shown/, status: 'ok' } },
+  { name: 'terminal find -ls', tool: 'terminal', args: () => ({ command: 'find links -ls' }), expect: { refused: /-ls is not allowed/ } },
+  { name: 'terminal find -xtype probe', tool: 'terminal', args: () => ({ command: 'find links -xtype l' }), expect: { refused: /-xtype is not allowed/ } },
+  { name: 'grep repetition bomb', tool: 'grep', args: () => ({ pattern: 'a{32767}{32767}' }), expect: { refused: /limit exceeded/ }, engines: ['rg', 'grep'] },
+  { name: 'glob with a backtracking-bomb pattern', tool: 'glob', args: () => ({ pattern: `${'*'.repeat(30)}Z` }), expect: { bounded: /No files match/, status: 'ok' }, engines: ['rg', 'grep'] },
+  { name: 'terminal glob word backtracking bomb', tool: 'terminal', args: () => ({ command: `ls src/${'*'.repeat(30)}Z` }), expect: { refused: /no such file/ } },
 ];
 
 describe('sandbox attack corpus', () => {
-  it('has at least 30 attacks', () => {
-    expect(ATTACKS.length).toBeGreaterThanOrEqual(30);
+  it('has at least 60 distinct attacks', () => {
+    expect(new Set(ATTACKS.map((a) => a.name)).size).toBe(ATTACKS.length);
+    expect(ATTACKS.length).toBeGreaterThanOrEqual(60);
   });
 
   const cases = ATTACKS.flatMap((attack) =>
@@ -172,6 +193,9 @@ describe('sandbox attack corpus', () => {
     });
     const elapsed = Date.now() - started;
     seen.push(result.output, result.message ?? '');
+    const text = `${result.output}\n${result.message ?? ''}`;
+    const outcome = text.includes(fx.secretToken) ? 'escaped' : 'refused' in attack.expect ? (result.status === 'error' ? 'refused' : 'escaped') : 'contained';
+    recordAttack(attack.tool, attack.label, outcome);
     expect(result.output.length).toBeLessThanOrEqual(4096);
     expect(`${result.output}\n${result.message ?? ''}`).not.toContain(fx.secretToken);
     if ('refused' in attack.expect) {
