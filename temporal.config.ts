@@ -15,6 +15,20 @@ function envString(name: string, fallback: string): string {
   return value && value.trim() !== '' ? value.trim() : fallback;
 }
 
+function envOptional(name: string): string | undefined {
+  const value = env[name];
+  return value && value.trim() !== '' ? value.trim() : undefined;
+}
+
+/** `1/true/yes/on` or `0/false/no/off`; unset is undefined (the default applies). */
+function envFlag(name: string): boolean | undefined {
+  const raw = envOptional(name);
+  if (raw === undefined) return undefined;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new Error(`environment variable ${name}="${raw}" is not a boolean (1/true/yes/on or 0/false/no/off)`);
+}
+
 function envNumber(name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
@@ -29,6 +43,24 @@ export const temporalConfig = {
   address: envString('CODEGREP_TEMPORAL_ADDRESS', 'localhost:7233'),
   namespace: envString('CODEGREP_NAMESPACE', 'codegrep'),
   uiPort: envNumber('CODEGREP_UI_PORT', 8233),
+  /**
+   * How workers, the CLI and schedules authenticate to a secured cluster (workers/connection.ts reads the files
+   * and connects). TLS is on when CODEGREP_TEMPORAL_TLS=1 or any of the options below is set (an API key
+   * implies TLS, as Temporal Cloud needs); CODEGREP_TEMPORAL_TLS=0 forces plaintext (e.g. an API key checked
+   * by a plaintext proxy on a private network).
+   *  - serverName: the name the server's certificate must carry when it differs from the address's host (SNI).
+   *  - caFile: PEM CA that signed the server's certificate (default: the system's trusted roots).
+   *  - certFile + keyFile: the client certificate and key for mTLS (self-hosted clusters, Cloud mTLS namespaces).
+   *  - apiKey: sent as `authorization: Bearer <key>` on every call (Temporal Cloud API keys).
+   */
+  security: {
+    tls: envFlag('CODEGREP_TEMPORAL_TLS'),
+    serverName: envOptional('CODEGREP_TEMPORAL_SERVER_NAME'),
+    caFile: envOptional('CODEGREP_TEMPORAL_TLS_CA'),
+    certFile: envOptional('CODEGREP_TEMPORAL_TLS_CERT'),
+    keyFile: envOptional('CODEGREP_TEMPORAL_TLS_KEY'),
+    apiKey: envOptional('CODEGREP_TEMPORAL_API_KEY'),
+  },
   get uiUrl(): string {
     return envString('CODEGREP_UI_URL', `http://localhost:${this.uiPort}`);
   },

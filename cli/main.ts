@@ -38,6 +38,8 @@ Usage:
       step budget (refused below the current step). The GPU worker runs with \`npm run worker:gpu\`.
 
 Environment: CODEGREP_TEMPORAL_ADDRESS (${temporalConfig.address}), CODEGREP_NAMESPACE (${temporalConfig.namespace}),
+  CODEGREP_TEMPORAL_TLS, CODEGREP_TEMPORAL_SERVER_NAME, CODEGREP_TEMPORAL_TLS_CA, CODEGREP_TEMPORAL_TLS_CERT, CODEGREP_TEMPORAL_TLS_KEY,
+  CODEGREP_TEMPORAL_API_KEY (a secured cluster: README "Deployment"),
   CODEGREP_UI_PORT (${temporalConfig.uiPort}), CODEGREP_LLM_API_KEY, and the timeout variables in temporal.config.ts.`;
 
 async function main(argv: string[]): Promise<number> {
@@ -172,6 +174,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof ConfigError) console.error(`codegrep: ${error.message}`);
+    else if (error instanceof Error && /^Temporal\w*Error$/.test(error.name)) console.error(`codegrep: ${error.name}: ${error.message}`);
     else console.error(error instanceof Error ? (error.stack ?? error.message) : error);
     process.exit(1);
   },

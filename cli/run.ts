@@ -1,11 +1,12 @@
 import path from 'node:path';
-import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import type { PipelineResult } from '../workflows/pipeline';
 import type { WorkflowProgress } from '../schemas/progress';
 import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
-import { startDevServer, temporalAnswers } from './dev-server';
+import { startDevServer } from './dev-server';
+import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';
 import { liveProgress } from './live-progress';
 import { pipelineOutcome } from './pipeline-outcome';
 import { appendRunLog, closeRunLog, installRunLogger, openRunLog } from './run-log';
@@ -63,9 +64,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
   const config = resolveConfig(raw, options.configFile);
 
   const address = temporalConfig.address;
-  if (!(await temporalAnswers(address, temporalConfig.namespace))) {
-    if (!options.embedded || !isLocal(address)) {
-      console.error(`codegrep: no Temporal server answers at ${address} (namespace ${temporalConfig.namespace}). Start one with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS.`);
+  const unreachable = await probeTemporal();
+  if (unreachable) {
+    // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
+    if (!options.embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
+      console.error(`codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`);
       return 2;
     }
     console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(config.dataDir, 'temporal.db')})…`);
@@ -73,7 +76,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
     console.log(`codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`);
   }
 
-  const connection = await Connection.connect({ address });
+  const connection = await connectClient();
   const client = new Client({ connection, namespace: temporalConfig.namespace });
   let inProcessWorker: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
   let workerRun: Promise<void> | null = null;

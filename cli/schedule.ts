@@ -8,7 +8,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   Client,
-  Connection,
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
@@ -21,7 +20,7 @@ import { resolveConfig, type ResolvedConfig } from '../activities/validate-confi
 import { ConfigError } from '../schemas/config';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import { readConfigFile } from './config-file';
-import { temporalAnswers } from './dev-server';
+import { connectClient, probeTemporal } from '../workers/connection';
 
 const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const USAGE = `codegrep schedule create <name> --config <file> (--cron "0 3 * * *" | --calendar '{"hour":3}') [--catchup-window 1h] [--paused] [--note text]
@@ -243,12 +242,12 @@ export async function scheduleCommand(args: string[]): Promise<number> {
   } else if (action !== 'list') {
     checkScheduleName(name);
   }
-  const address = temporalConfig.address;
-  if (!(await temporalAnswers(address, temporalConfig.namespace))) {
-    console.error(`codegrep: no Temporal server answers at ${address} (namespace ${temporalConfig.namespace}). Start one with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS.`);
+  const unreachable = await probeTemporal();
+  if (unreachable) {
+    console.error(`codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`);
     return 2;
   }
-  const connection = await Connection.connect({ address });
+  const connection = await connectClient();
   const client = new Client({ connection, namespace: temporalConfig.namespace });
   try {
     switch (action) {

@@ -1,11 +1,12 @@
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { temporalConfig } from '../temporal.config';
 import type { WorkflowProgress } from '../schemas/progress';
 import { liveProgress } from './live-progress';
+import { connectClient } from '../workers/connection';
 
 /** `codegrep status <runId>`: the pipeline's state, its stage table and the Web UI link. */
 export async function statusCommand(runId: string): Promise<number> {
-  const connection = await Connection.connect({ address: temporalConfig.address });
+  const connection = await connectClient();
   try {
     const client = new Client({ connection, namespace: temporalConfig.namespace });
     const workflowId = runId.includes('/') ? runId : `${runId}/pipeline`;

@@ -1,4 +1,5 @@
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { connectClient } from '../workers/connection';
 import { ConfigError } from '../schemas/config';
 import type { TrainingStatus } from '../schemas/training';
 import { temporalConfig } from '../temporal.config';
@@ -44,7 +45,7 @@ export async function trainingCommand(action: string, runId: string | undefined,
     }
   }
   const workflowId = runId.includes('/') ? runId : `${runId}/training`;
-  const connection = await Connection.connect({ address: temporalConfig.address });
+  const connection = await connectClient();
   try {
     const client = new Client({ connection, namespace: temporalConfig.namespace });
     const handle = client.workflow.getHandle(workflowId);

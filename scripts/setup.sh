@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) set-up of everything codegrep needs on this machine:
-# system packages, npm dependencies, the pinned Temporal CLI, and the Python venv for the trainer and the
+# system packages, npm dependencies, the pinned Temporal CLI and SeaweedFS, and the Python venv for the trainer and the
 # BM25 reference. Each step is skipped quickly when already done.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,6 +43,11 @@ fi
 
 # The pinned Temporal CLI (built with Go on first use).
 bash scripts/ensure-temporal.sh >/dev/null
+
+# The pinned SeaweedFS (`weed`), the S3-compatible server the s3:// artifact-store tests run against (built with
+# Go on first use: about 16 minutes on 2 busy cores; a user who never runs the tests can skip it with
+# CODEGREP_SKIP_SEAWEEDFS=1).
+if [[ "${CODEGREP_SKIP_SEAWEEDFS:-}" != 1 ]]; then bash scripts/ensure-seaweedfs.sh >/dev/null; fi
 
 # Python venv (trainer, BM25 reference).
 if [[ -f scripts/setup-python.sh ]]; then bash scripts/setup-python.sh; fi

@@ -5,11 +5,12 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import * as activities from '../activities';
 import { setActivityClient } from '../activities/deps';
 import { temporalConfig } from '../temporal.config';
+import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const workflowsPath = path.resolve(here, '../workflows/index.ts');
@@ -18,6 +19,8 @@ export interface CpuWorkerOptions {
   address?: string;
   namespace?: string;
   taskQueue?: string;
+  /** TLS / mTLS / API key settings over temporal.config.ts's (workers/connection.ts). */
+  connection?: Partial<TemporalConnectionSettings>;
   /** Extra worker options (tests shorten timeouts). */
   overrides?: Partial<WorkerOptions>;
 }
@@ -25,8 +28,12 @@ export interface CpuWorkerOptions {
 export async function createCpuWorker(options: CpuWorkerOptions = {}): Promise<{ worker: Worker; close(): Promise<void> }> {
   const address = options.address ?? temporalConfig.address;
   const namespace = options.namespace ?? temporalConfig.namespace;
-  const nativeConnection = await NativeConnection.connect({ address });
-  const clientConnection = await Connection.connect({ address });
+  const settings = { address, namespace, ...options.connection };
+  const clientConnection = await connectClient(settings);
+  const nativeConnection = await connectWorkerConnection(settings).catch(async (error: unknown) => {
+    await clientConnection.close();
+    throw error;
+  });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -62,7 +69,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((error) => {
-    console.error(error instanceof Error ? error.message : error);
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
     process.exit(1);
   });
 }

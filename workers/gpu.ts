@@ -10,24 +10,31 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { setActivityClient } from '../activities/deps';
 import { trainSegment } from '../activities/training';
 import { temporalConfig } from '../temporal.config';
+import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 
 export interface GpuWorkerOptions {
   address?: string;
   namespace?: string;
   taskQueue?: string;
+  /** TLS / mTLS / API key settings over temporal.config.ts's (workers/connection.ts). */
+  connection?: Partial<TemporalConnectionSettings>;
   overrides?: Partial<WorkerOptions>;
 }
 
 export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{ worker: Worker; close(): Promise<void> }> {
   const address = options.address ?? temporalConfig.address;
   const namespace = options.namespace ?? temporalConfig.namespace;
-  const nativeConnection = await NativeConnection.connect({ address });
-  const clientConnection = await Connection.connect({ address });
+  const settings = { address, namespace, ...options.connection };
+  const clientConnection = await connectClient(settings);
+  const nativeConnection = await connectWorkerConnection(settings).catch(async (error: unknown) => {
+    await clientConnection.close();
+    throw error;
+  });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -63,7 +70,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((error) => {
-    console.error(error instanceof Error ? error.message : error);
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
     process.exit(1);
   });
 }

@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
+import type { ArtifactManifest } from '../../schemas/artifact-manifest';
 import { readManifest } from './manifest';
 import { sha256File } from './sha256-file';
 
@@ -25,14 +26,8 @@ export async function checkCachedArtifact(path: string, expect: CacheExpectation
   if (read.status === 'missing') return { hit: false, reason: 'no manifest' };
   if (read.status === 'invalid') return { hit: false, reason: read.reason };
   const manifest = read.manifest;
-  if (manifest.schema !== expect.schemaName) return { hit: false, reason: `schema is ${manifest.schema}, expected ${expect.schemaName}` };
-  if (manifest.schemaVersion !== expect.schemaVersion) {
-    return { hit: false, reason: `schema version is ${manifest.schemaVersion}, expected ${expect.schemaVersion}` };
-  }
-  if (manifest.configHash !== expect.configHash) return { hit: false, reason: 'config changed' };
-  const had = manifest.inputs.map((input) => input.sha256);
-  const want = expect.inputs.map((input) => input.sha256);
-  if (had.length !== want.length || had.some((sha, i) => sha !== want[i])) return { hit: false, reason: 'inputs changed' };
+  const differs = compareWithExpectation(manifest, expect);
+  if (differs) return { hit: false, reason: differs };
   try {
     if (!(await stat(uri)).isFile()) return { hit: false, reason: `${uri} is not a file` };
   } catch {
@@ -43,6 +38,20 @@ export async function checkCachedArtifact(path: string, expect: CacheExpectation
     hit: true,
     ref: { uri, sha256: manifest.sha256, rows: manifest.rows, schema: manifest.schema, schemaVersion: manifest.schemaVersion },
   };
+}
+
+/**
+ * Why a manifest does not fit a stage's expectation (schema, version, config hash, input sha256 list in
+ * order), or null when it does. Shared by the local check above and the store's (store/index.ts).
+ */
+export function compareWithExpectation(manifest: ArtifactManifest, expect: CacheExpectation): string | null {
+  if (manifest.schema !== expect.schemaName) return `schema is ${manifest.schema}, expected ${expect.schemaName}`;
+  if (manifest.schemaVersion !== expect.schemaVersion) return `schema version is ${manifest.schemaVersion}, expected ${expect.schemaVersion}`;
+  if (manifest.configHash !== expect.configHash) return 'config changed';
+  const had = manifest.inputs.map((input) => input.sha256);
+  const want = expect.inputs.map((input) => input.sha256);
+  if (had.length !== want.length || had.some((sha, i) => sha !== want[i])) return 'inputs changed';
+  return null;
 }
 
 /** The existing artifact's ref when it is a valid cache hit (see checkCachedArtifact), else null. */

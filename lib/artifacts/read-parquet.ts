@@ -3,6 +3,7 @@ import * as pq from 'parquet-wasm';
 import { openAsBlob } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { tableToPlainRows } from './arrow-to-plain';
+import { isStoreUri, localPathForUri } from './store/local-path';
 import { assertReadableFile, InputFileError } from './input-file-error';
 
 const PARQUET_MAGIC = 'PAR1';
@@ -68,7 +69,9 @@ export async function* parquetPlainRows(path: string): AsyncGenerator<Record<str
 }
 
 /** Reads a whole (small) Parquet artifact into an Arrow table. */
-export async function readParquetTable(uri: string): Promise<arrow.Table> {
+export async function readParquetTable(ref: string): Promise<arrow.Table> {
+  // A store URI (s3://…, file://…) reads from its node-local copy.
+  const uri = isStoreUri(ref) ? await localPathForUri(ref) : ref;
   await assertParquetFile(uri);
   const bytes = await readFile(uri);
   try {

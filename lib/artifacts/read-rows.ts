@@ -3,6 +3,7 @@ import type { RowRecord } from '../../schemas/rows';
 import { assertReadableFile, InputFileError } from './input-file-error';
 import { jsonlRowRecords } from './read-jsonl';
 import { parquetPlainRows } from './read-parquet';
+import { isStoreUri, localPathForUri } from './store/local-path';
 
 export const ROW_FILE_EXTENSIONS = ['.jsonl', '.ndjson', '.parquet'] as const;
 
@@ -11,7 +12,9 @@ export const ROW_FILE_EXTENSIONS = ['.jsonl', '.ndjson', '.parquet'] as const;
  * are yielded as error records; only a file that cannot be read at all (missing, a directory, an unknown
  * extension, not really Parquet) throws an InputFileError naming it.
  */
-export async function* readRows(path: string): AsyncGenerator<RowRecord> {
+export async function* readRows(uri: string): AsyncGenerator<RowRecord> {
+  // A store URI (s3://…, file://…) reads from its node-local copy.
+  const path = isStoreUri(uri) ? await localPathForUri(uri) : uri;
   const extension = extname(path).toLowerCase();
   if (!(ROW_FILE_EXTENSIONS as readonly string[]).includes(extension)) {
     await assertReadableFile(path);

@@ -1,0 +1,46 @@
+/**
+ * What can go wrong talking to an artifact store, each as its own named error so an activity can tell a
+ * misconfiguration (non-retryable: a bucket that does not exist, credentials the store refuses) from an
+ * outage (retryable: the store is down).
+ */
+export class ArtifactStoreError extends Error {
+  override name = 'ArtifactStoreError';
+  constructor(
+    /** The store or object URI the operation was on. */
+    readonly uri: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** An `s3://` URI or store setting that cannot work (bad URI, no region). */
+export class StoreConfigError extends ArtifactStoreError {
+  override name = 'StoreConfigError';
+}
+
+/** The bucket of an `s3://` URI does not exist (S3 `NoSuchBucket`). */
+export class StoreBucketNotFoundError extends ArtifactStoreError {
+  override name = 'StoreBucketNotFoundError';
+}
+
+/** The store refused the credentials (unknown access key, wrong secret, access denied). */
+export class StoreCredentialsError extends ArtifactStoreError {
+  override name = 'StoreCredentialsError';
+}
+
+/** Nothing answers at the store's endpoint (refused, unresolvable, timed out). Retrying may help. */
+export class StoreUnreachableError extends ArtifactStoreError {
+  override name = 'StoreUnreachableError';
+}
+
+/** The object a URI names is not in the store. */
+export class StoreObjectNotFoundError extends ArtifactStoreError {
+  override name = 'StoreObjectNotFoundError';
+}
+
+/** Bytes read from the store do not hash to the sha256 recorded when they were written. */
+export class StoreIntegrityError extends ArtifactStoreError {
+  override name = 'StoreIntegrityError';
+}

@@ -1,0 +1,82 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { writeBytesAtomically, writeFileAtomically } from '../atomic-write';
+import { ArtifactStoreError, StoreObjectNotFoundError } from './errors';
+import { checkKey, fileStoreUri, type ArtifactStore, type StoredObject, type WriteResult } from './store';
+
+/** `file://<dir>`: today's behaviour, objects are files below `dir` written with temp file + rename. */
+export function openFileStore(dir: string): ArtifactStore {
+  const rootDir = path.resolve(dir);
+  const root = fileStoreUri(rootDir);
+  const fileOf = (key: string) => path.join(rootDir, ...checkKey(root, key).split('/'));
+  const copy = (from: string, to: string) =>
+    writeFileAtomically(to, async (write) => {
+      for await (const chunk of createReadStream(from)) await write(chunk as Buffer);
+    });
+  return {
+    root,
+    uriOf: (key) => fileStoreUri(fileOf(key)),
+    keyOf(uri) {
+      const file = uri.startsWith('file://') ? new URL(uri).pathname : path.resolve(uri);
+      const relative = path.relative(rootDir, decodeURIComponent(file));
+      return relative === '' || relative.startsWith('..') || path.isAbsolute(relative) ? null : relative.split(path.sep).join('/');
+    },
+    async ready() {
+      await mkdir(rootDir, { recursive: true }).catch((error: unknown) => {
+        throw new ArtifactStoreError(root, `artifact store ${root}: cannot create ${rootDir}: ${(error as Error).message}`, { cause: error });
+      });
+    },
+    putFile: (key, localPath) => copy(localPath, fileOf(key)),
+    putBytes: (key, content) => writeBytesAtomically(fileOf(key), content),
+    async getFile(key, localPath): Promise<WriteResult> {
+      const file = fileOf(key);
+      try {
+        await stat(file);
+      } catch {
+        throw new StoreObjectNotFoundError(fileStoreUri(file), `artifact store: ${file} does not exist`);
+      }
+      return copy(file, localPath);
+    },
+    async getBytes(key) {
+      try {
+        return await readFile(fileOf(key));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    },
+    async head(key): Promise<StoredObject | null> {
+      try {
+        const info = await stat(fileOf(key));
+        return info.isFile() ? { key, bytes: info.size, sha256: null } : null;
+      } catch {
+        return null;
+      }
+    },
+    async list(prefix) {
+      const out: StoredObject[] = [];
+      const walk = async (dir: string, rel: string) => {
+        let entries;
+        try {
+          entries = await readdir(dir, { withFileTypes: true });
+        } catch {
+          return;
+        }
+        for (const entry of entries) {
+          const key = rel === '' ? entry.name : `${rel}/${entry.name}`;
+          if (entry.isDirectory()) {
+            if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) await walk(path.join(dir, entry.name), key);
+          } else if (entry.isFile() && key.startsWith(prefix) && !/\.tmp-\d+-[0-9a-f]+$/.test(key)) {
+            out.push({ key, bytes: (await stat(path.join(dir, entry.name))).size, sha256: null });
+          }
+        }
+      };
+      await walk(rootDir, '');
+      return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+    async delete(key) {
+      await rm(fileOf(key), { force: true });
+    },
+  };
+}
