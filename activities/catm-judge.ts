@@ -22,7 +22,6 @@ import {
   type Judgement,
 } from '../schemas/judge';
 import { MinedCandidateSchema, type MinedCandidate } from '../schemas/mining';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 
 async function* minedCandidates(uri: string): AsyncGenerator<MinedCandidate> {
@@ -107,7 +106,7 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   }
 
   const shard = await openAppendLog(shardDir, `attempt-${ctx.info.attempt}-${process.pid}`);
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const total = input.candidates.rows;
   const apiKey = process.env[input.judge.apiKeyEnv];
   let summary;

@@ -10,7 +10,6 @@ import {
   MiningSummarySchema,
   minedCandidatesArrowSchema,
 } from '../schemas/mining';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 import { sourceRef } from './source-ref';
 
@@ -35,7 +34,7 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
     return { candidates: cachedCandidates, summary: MiningSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)), cached: true };
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const run = mineTrajectories(readRows(input.trajectoriesPath), {
     onProgress: (p) =>
       progress.report({

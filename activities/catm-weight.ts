@@ -18,7 +18,6 @@ import {
   type CatmLabel,
 } from '../schemas/samples';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 import { sourceRef } from './source-ref';
 
@@ -56,7 +55,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
     return { labels: cachedLabels, samples: cachedSamples, summary: WeightSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)), cached: true };
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   try {
     return await weighAndSample(input, progress, { labelsPath, samplesPath, summaryPath, configHash, labelInputs, sampleInputs });
   } finally {

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
-import { checkCachedArtifact, readJsonArtifact, readManifest, sha256File, writeBytesAtomically, writeJsonArtifact } from '../lib/artifacts';
+import { checkCachedArtifact, readJsonArtifact, sha256File, writeBytesAtomically, writeJsonArtifact } from '../lib/artifacts';
 import {
   createBuiltinAgent,
   createLocalHarness,
@@ -34,11 +34,9 @@ import {
   type RunDownstreamPairInput,
   type RunDownstreamPairOutput,
 } from '../schemas/downstream-config';
-import { activityClient } from './deps';
 import { downstreamPaths, fileSafe } from './downstream-plan';
 
 const HARNESS_LOG_TAIL = 20_000;
-const SIGNAL_EVERY_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------------------
 // Plan (read once per process and plan)
@@ -173,36 +171,6 @@ function timeoutRow(configuration: string, instanceId: string, timeoutMs: number
   };
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Progress: done/total from the records on disk, so every worker reports the same count
-
-let lastSignalAt = 0;
-
-async function countFinished(plan: DownstreamPlan): Promise<number> {
-  let done = 0;
-  for (const pair of plan.pairs) {
-    const read = await readManifest(pair.recordPath);
-    if (read.status === 'ok' && read.manifest.configHash === pair.runHash) done += 1;
-  }
-  return done;
-}
-
-async function signalProgress(plan: DownstreamPlan, targets: readonly string[]): Promise<void> {
-  const client = activityClient();
-  if (!client || targets.length === 0) return;
-  // Signals land in the workflow's history: at most one per SIGNAL_EVERY_MS per worker. The stage's last count
-  // needs no signal of its own (the tracker completes the stage's progress when the runs are done).
-  const now = Date.now();
-  if (now - lastSignalAt < SIGNAL_EVERY_MS) return;
-  lastSignalAt = now;
-  const done = await countFinished(plan);
-  const progress = { stage: 'runs', done, total: plan.pairs.length, unit: 'runs', counts: {} };
-  // Progress is best effort: a finished or unknown target must never fail a run.
-  await Promise.all(targets.map((id) => client.workflow.getHandle(id).signal('stageProgress', progress).catch(() => undefined)));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-
 /**
  * One (configuration, instance) run of the downstream study (CodeGrep §4.3): the injected prompt, the frozen
  * agent in a fresh checkout, the harness on its patch (lib/downstream runDownstreamInstance). The result is
@@ -309,6 +277,5 @@ async function runPair(input: ReturnType<typeof RunDownstreamPairInputSchema.par
   };
   const ref = await writeJsonArtifact(pair.recordPath, record, recordExpectation(pair));
   log.info('downstream run: done', { configuration: row.configuration, instanceId: row.instanceId, outcome: row.outcome, rounds: row.rounds, ms: record.durationMs });
-  await signalProgress(plan, input.progressTo);
   return { row, record: ref, reused: false };
 }

@@ -18,7 +18,6 @@ import { parseInstanceRecord, type FileChange } from '../schemas/instances';
 import { targetsFromFileChanges } from '../lib/patch/codescout-layout';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 import { sourceRef } from './source-ref';
 
@@ -103,7 +102,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
     }
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const rows: Record<string, unknown>[] = [];
   try {
     for (const sample of samples) {

@@ -14,7 +14,6 @@ import {
 } from '../schemas/environment';
 import { SampleSchema } from '../schemas/samples';
 import { REPO_SOURCE_CONFIG_KEY, WORKTREES_SCHEMA_NAME, WORKTREES_SCHEMA_VERSION, worktreesArrowSchema, type WorktreeRequest } from '../schemas/worktrees';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 
 /**
@@ -43,7 +42,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
     }
   }
 
-  const progress = new ProgressReporter(activityClient(), input.progressTo);
+  const progress = new ProgressReporter();
   const counts = { created: 0, reused: 0, repaired: 0, failed: 0 };
   let results;
   try {
@@ -124,7 +123,9 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       nonRetryable: true,
       message:
         `${what} (${repos.length} repositories: ${repos.slice(0, 5).join(', ')}${repos.length > 5 ? ', …' : ''}). ` +
-        `First error: ${unreachable[0]}. Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }, or \`codegrep run --mirrors DIR\`) when offline` +
+        // Each hint once: the first error usually names the config key for mirrors already.
+        `First error: ${unreachable[0]}. ` +
+        `${unreachable[0]?.includes(REPO_SOURCE_CONFIG_KEY) ? 'Offline: `codegrep run --mirrors DIR`' : `Point ${REPO_SOURCE_CONFIG_KEY} at local mirrors ({ kind: mirror-dir, dir: <folder with <owner>__<name>.git> }, or \`codegrep run --mirrors DIR\`) when offline`}` +
         `${onUnavailable === 'fail' ? `, or set environment.onUnavailable: skip to go on with the samples that can be materialized` : ''}. ` +
         `The rows of every commit are in ${worktrees.uri}.`,
       details: [summary],

@@ -1,4 +1,3 @@
-import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readRows, writeParquetArtifact } from '../lib/artifacts';
@@ -13,7 +12,6 @@ import {
   type EvaluationPrediction,
   type InstanceMetrics,
 } from '../schemas/evaluation';
-import { activityClient } from './deps';
 import { loadEvaluationInstances, shardFileName, shardOf, type EvaluationInstance } from './evaluation-instances';
 import { openPredictor } from './evaluation-retrievers';
 import { ProgressReporter } from './progress';
@@ -38,16 +36,6 @@ async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, task
   return results;
 }
 
-/** Finished shards of the whole plan, counted from their manifests on disk (every retriever's folder). */
-function finishedShards(shardDirs: readonly string[]): number {
-  let done = 0;
-  for (const dir of shardDirs) {
-    if (!existsSync(dir)) continue;
-    done += readdirSync(dir).filter((f) => f.endsWith('.parquet.manifest.json')).length;
-  }
-  return done;
-}
-
 async function countFailed(uri: string): Promise<number> {
   let failed = 0;
   for await (const record of readRows(uri)) if (!('error' in record) && (record.row as { failed?: unknown }).failed === true) failed++;
@@ -70,23 +58,16 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const configHash = hashConfig({ stage: 'evaluation-shard', planHash: plan.planHash, shardIndex: input.shardIndex, shardCount: input.shardCount });
   const expectation = { schemaName: EVALUATION_SHARD_SCHEMA_NAME, schemaVersion: EVALUATION_SCHEMA_VERSION, inputs, configHash };
 
-  const signalProgress = async () => {
-    const reporter = new ProgressReporter(activityClient(), input.progressTo);
-    reporter.report({ stage: 'predict', done: finishedShards(input.progress.shardDirs), total: input.progress.total, unit: 'shards', counts: {} });
-    await reporter.flush();
-  };
-
   const cached = await findCachedArtifact(shardPath, expectation);
   if (cached) {
     log.info('evaluation shard: cache hit', { retriever: plan.name, shard: input.shardIndex });
-    await signalProgress();
     return { retriever: plan.name, shardIndex: input.shardIndex, shard: cached, cached: true, instances: cached.rows, failed: await countFailed(cached.uri), ms: Date.now() - started };
   }
 
   const loaded = await loadEvaluationInstances(input.samples.uri, input.evaluation.instances);
   const shard = shardOf(loaded.instances, input.evaluation.shardSize, input.shardIndex);
-  // Heartbeats only (no signal targets): they carry the shard's progress to the UI's pending-activity view.
-  const heartbeat = new ProgressReporter(activityClient(), []);
+  // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
+  const heartbeat = new ProgressReporter();
   const context = Context.current();
   const predictor = await openPredictor(retriever, { signal: context.cancellationSignal, embeddingCacheDir: path.join(path.dirname(input.runDir), 'embeddings') });
   let done = 0;
@@ -116,6 +97,5 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   });
   const failed = rows.filter((r) => r.failed).length;
   log.info('evaluation shard: done', { retriever: plan.name, shard: input.shardIndex, instances: rows.length, failed });
-  await signalProgress();
   return { retriever: plan.name, shardIndex: input.shardIndex, shard: ref, cached: false, instances: rows.length, failed, ms: Date.now() - started };
 }

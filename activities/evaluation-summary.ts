@@ -20,7 +20,6 @@ import {
   type SummarizeEvaluationInput,
   type SummarizeEvaluationOutput,
 } from '../schemas/evaluation';
-import { activityClient } from './deps';
 import { ProgressReporter } from './progress';
 
 const ShardRowSchema = EvaluationPredictionSchema.extend(InstanceMetricsSchema.shape);
@@ -58,7 +57,7 @@ async function mergedArtifact(file: string, schemaName: string, arrowSchema: typ
  */
 export async function summarizeEvaluation(rawInput: SummarizeEvaluationInput): Promise<SummarizeEvaluationOutput> {
   const input = SummarizeEvaluationInputSchema.parse(rawInput);
-  const keepAlive = new ProgressReporter(activityClient(), []);
+  const keepAlive = new ProgressReporter();
   try {
     const outputDir = input.plan.outputDir;
     const shardRefs = input.shards.flatMap((s) => s.refs);

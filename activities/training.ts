@@ -79,28 +79,31 @@ async function writeSegmentMetrics(input: { runDir: string; segment: number; fro
   return { ref, rows };
 }
 
-/** Throttled `stageProgress` (to the displaying workflows) and `trainingProgress` (to the training workflow) signals. */
+/**
+ * Throttled `trainingProgress` signals to the training workflow. Each signal costs the workflow about 4
+ * history events, so a signal goes out only when the step or the checkpoint step passed the newest one
+ * signalled for this segment (by any attempt: `signalled` lives in the heartbeat details). A segment of
+ * `segmentSteps` steps therefore sends at most 2 × segmentSteps signals however long it runs or retries.
+ */
 class TrainingSignals {
   private lastAt = 0;
   constructor(
-    private readonly input: { progressTo: string[]; trainingWorkflowId: string | null; segment: number; totalSteps: number },
+    private readonly input: { trainingWorkflowId: string | null },
     private readonly everyMs: number,
+    private readonly signalled: { step: number; checkpointStep: number },
   ) {}
 
   send(progress: TrainingProgress, force = false): void {
     const client = activityClient();
+    const workflowId = this.input.trainingWorkflowId;
+    const newer = progress.step > this.signalled.step || (progress.checkpointStep ?? 0) > this.signalled.checkpointStep;
     const now = Date.now();
-    if (!client || (!force && now - this.lastAt < this.everyMs)) return;
+    if (!client || !workflowId || !newer || (!force && now - this.lastAt < this.everyMs)) return;
     this.lastAt = now;
-    const latest = progress.latest;
-    const counts: Record<string, number> = { segment: progress.segment };
-    if (progress.checkpointStep !== null) counts.checkpointStep = progress.checkpointStep;
-    if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
-    const stage = { stage: 'training', done: progress.step, total: this.input.totalSteps, unit: 'steps', counts };
-    const sends = this.input.progressTo.map((id) => client.workflow.getHandle(id).signal('stageProgress', stage));
-    if (this.input.trainingWorkflowId) sends.push(client.workflow.getHandle(this.input.trainingWorkflowId).signal('trainingProgress', progress));
-    // Progress is best effort: a finished or unknown target must never fail the segment.
-    for (const send of sends) send.catch(() => undefined);
+    this.signalled.step = Math.max(this.signalled.step, progress.step);
+    this.signalled.checkpointStep = Math.max(this.signalled.checkpointStep, progress.checkpointStep ?? 0);
+    // Progress is best effort: a finished or unknown workflow must never fail the segment.
+    client.workflow.getHandle(workflowId).signal('trainingProgress', progress).catch(() => undefined);
   }
 }
 
@@ -128,8 +131,8 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
   const previous = TrainingHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   if (previous.success) log.info('training: retrying a segment from its last heartbeat', { ...where, heartbeat: previous.data });
   // Heartbeat from the start: reaping a stale trainer and starting a new one can take longer than the timeout.
-  const beat: TrainingHeartbeat = previous.success ? previous.data : { step: input.fromStep, checkpoint: null };
-  const heartbeat = () => context.heartbeat({ ...beat });
+  const beat: TrainingHeartbeat = previous.success ? previous.data : { step: input.fromStep, checkpoint: null, signalled: { step: input.fromStep, checkpointStep: 0 } };
+  const heartbeat = () => context.heartbeat({ ...beat, signalled: { ...beat.signalled } });
   heartbeat();
   const keepAlive = setInterval(heartbeat, Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
   try {
@@ -239,7 +242,7 @@ async function runSegment(
     stopReason: null as StopReason | null,
     protocolError: null as unknown,
   };
-  const signals = new TrainingSignals(input, training.progressEveryMs);
+  const signals = new TrainingSignals(input, training.progressEveryMs, beat.signalled);
   const progress = (): TrainingProgress => ({ segment: input.segment, step: state.step, checkpointStep: state.checkpointStep, latest: state.latest });
   const beatNow = () => {
     beat.step = state.step;

@@ -7,11 +7,14 @@ import { resolveConfig } from '../activities/validate-config';
 import { readConfigFile } from './config-file';
 import { startDevServer } from './dev-server';
 import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';
+import { liveProgress } from './live-progress';
+import { pipelineOutcome } from './pipeline-outcome';
+import { appendRunLog, closeRunLog, installRunLogger, openRunLog } from './run-log';
 import { ProgressView } from './progress-view';
 import { formatCatmSummary, formatEnvironmentSummary, formatFinalScreen } from './summary-table';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
+import { rootMessage } from '../lib/errors/root-message';
 
 export interface RunOptions {
   configFile: string;
@@ -79,16 +82,21 @@ export async function runCommand(options: RunOptions): Promise<number> {
   let workerRun: Promise<void> | null = null;
   let gpuWorker: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
   let gpuWorkerRun: Promise<void> | null = null;
+  let logFile: string | null = null;
   try {
-    if (options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu))) {
+    const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
+    const needGpuWorker = options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
+    // The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
+    // failures' full messages go to the run's log file.
+    logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);
+    console.log(`codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`);
+    if (needCpuWorker) {
       console.log(`codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`);
-      // The run's own output is the progress bars and the summary: keep the SDK's logs to warnings. Activity logs are still in the worker log of `codegrep worker` runs.
-      Runtime.install({ logger: new DefaultLogger('WARN') });
       inProcessWorker = await createCpuWorker();
       workerRun = inProcessWorker.worker.run();
     }
 
-    if (options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'))) {
+    if (needGpuWorker) {
       console.log(`codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`);
       gpuWorker = await createGpuWorker();
       gpuWorkerRun = gpuWorker.worker.run();
@@ -116,13 +124,20 @@ export async function runCommand(options: RunOptions): Promise<number> {
     const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
     let result: PipelineResult;
     try {
-      result = await handle.result();
+      ({ result } = await pipelineOutcome(handle));
+    } catch (error) {
+      // Not a stage's failure (the pipeline itself failed, was cancelled or terminated): one line, then the log.
+      const message = rootMessage(error);
+      appendRunLog(`pipeline ${workflowId} did not finish: ${message}`);
+      console.error(`codegrep: pipeline ${workflowId} did not finish: ${firstLine(message)}${logFile ? ` (full message in ${logFile})` : ''}`);
+      return 1;
     } finally {
       clearInterval(poll);
       await drawProgress(client, workflowId, view);
       view.stop();
     }
-    printResult(result, config.runDir);
+    for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
+    printResult(result, config.runDir, logFile);
     console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`);
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
@@ -138,14 +153,22 @@ export async function runCommand(options: RunOptions): Promise<number> {
       await inProcessWorker.close();
     }
     await connection.close();
+    await closeRunLog();
   }
+}
+
+/** One line of a possibly long, multi-line message (a trainer's stderr, a stack): the terminal shows one line per failure. */
+function firstLine(message: string, max = 600): string {
+  const line = message.split('\n').find((l) => l.trim() !== '')?.trim() ?? message;
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 async function drawProgress(client: Client, workflowId: string, view: ProgressView): Promise<void> {
   try {
+    // The stage workflows show their own progress (the pipeline takes no progress signals: issue #12).
     const top = await client.workflow.getHandle(workflowId).query<WorkflowProgress>('progress');
     for (const childId of Object.values(top.children)) {
-      const child = await client.workflow.getHandle(childId).query<WorkflowProgress>('progress');
+      const child = await liveProgress(client, childId);
       view.update(child, `${child.workflow}/`);
     }
   } catch (error) {
@@ -153,13 +176,15 @@ async function drawProgress(client: Client, workflowId: string, view: ProgressVi
   }
 }
 
-function printResult(result: PipelineResult, runDir: string): void {
-  console.log(`\ncodegrep: run ${result.runId} finished. Artifacts in ${runDir}\n\nStages`);
+function printResult(result: PipelineResult, runDir: string, logFile: string): void {
+  const failed = result.outcomes.filter((o) => o.status !== 'completed').length;
+  console.log(`\ncodegrep: run ${result.runId} ${failed > 0 ? `finished with ${failed} stage(s) not completed` : 'finished'}. Artifacts in ${runDir}\n\nStages`);
   for (const outcome of result.outcomes) {
     const dropped = outcome.stage === 'environment' ? (result.environment?.materialize.droppedSamples ?? 0) : 0;
     const note = dropped > 0 ? ` (${dropped} samples dropped: their commits could not be materialized; later stages ran on the rest)` : '';
-    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ''}${note}`);
+    console.log(`  ${outcome.stage.padEnd(12)} ${outcome.status}${outcome.reason ? `: ${firstLine(outcome.reason)}` : ''}${note}`);
   }
+  if (failed > 0) console.log(`  (full messages in ${logFile})`);
   if (result.catm) {
     console.log('\nCATM summary (CodeGrep §3.4)\n' + formatCatmSummary(result.catm.summaryValues));
     console.log(`\n  samples:     ${result.catm.samples.uri} (${result.catm.samples.rows} rows)`);

@@ -1,6 +1,7 @@
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { temporalConfig } from '../temporal.config';
 import type { WorkflowProgress } from '../schemas/progress';
+import { liveProgress } from './live-progress';
 import { connectClient } from '../workers/connection';
 
 /** `codegrep status <runId>`: the pipeline's state, its stage table and the Web UI link. */
@@ -32,7 +33,7 @@ export async function statusCommand(runId: string): Promise<number> {
       const progress = await handle.query<WorkflowProgress>('progress');
       printStages(progress, '  ');
       for (const [stage, childId] of Object.entries(progress.children)) {
-        const child = await client.workflow.getHandle(childId).query<WorkflowProgress>('progress').catch(() => null);
+        const child = await liveProgress(client, childId).catch(() => null);
         if (child) {
           console.log(`  ${stage} (${childId}):`);
           printStages(child, '    ');

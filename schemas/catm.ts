@@ -9,8 +9,6 @@ const stageBase = {
   runId: z.string(),
   /** Absolute run directory: `<dataDir>/<runId>`. */
   runDir: z.string(),
-  /** Workflow ids that receive throttled progress signals. */
-  progressTo: z.array(z.string()).default([]),
 };
 
 export const MineInputSchema = z.object({ ...stageBase, trajectoriesPath: z.string() });

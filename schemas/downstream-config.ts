@@ -301,7 +301,6 @@ export type DownstreamRunRecord = z.infer<typeof DownstreamRunRecordSchema>;
 const stageBase = {
   runId: z.string(),
   runDir: z.string(),
-  progressTo: z.array(z.string()).default([]),
 };
 
 /** The environment settings the downstream checkouts need (lib/worktrees' bare-clone cache layout). */

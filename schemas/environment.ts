@@ -25,7 +25,6 @@ export { GROUND_TRUTH_SCHEMA_VERSION };
 const stageBase = {
   runId: z.string(),
   runDir: z.string(),
-  progressTo: z.array(z.string()).default([]),
 };
 
 export const MaterializeInputSchema = z.object({

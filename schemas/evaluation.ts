@@ -139,7 +139,6 @@ export type EvaluationConfigInput = z.input<typeof EvaluationConfigSchema>;
 const stageBase = {
   runId: z.string(),
   runDir: z.string(),
-  progressTo: z.array(z.string()).default([]),
 };
 
 export const PlanEvaluationInputSchema = z.object({
@@ -185,8 +184,6 @@ export const EvaluateShardInputSchema = z.object({
   retriever: RetrieverPlanSchema,
   shardIndex: z.number().int().min(0),
   shardCount: z.number().int().min(1),
-  /** Every retriever's shard folder and the plan's total shard count: finished shards are counted from disk. */
-  progress: z.object({ shardDirs: z.array(z.string()), total: z.number().int() }),
 });
 export type EvaluateShardInput = z.input<typeof EvaluateShardInputSchema>;
 

@@ -32,6 +32,3 @@ export interface WorkflowProgress {
   children: Record<string, string>;
   done: boolean;
 }
-
-/** Where an activity sends its progress signals: the workflows that display it. */
-export const ProgressTargetsSchema = z.array(z.string()).default([]);

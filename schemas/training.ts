@@ -314,15 +314,22 @@ export function latestStepMetrics(row: TrainingMetricsRow): LatestStepMetrics {
 // ---------------------------------------------------------------------------------------------------------
 // The segment activity
 
-/** Heartbeat details of the segment activity: a retry resumes from the newest checkpoint and logs these. */
-export const TrainingHeartbeatSchema = z.object({ step: z.number().int().min(0), checkpoint: z.string().nullable() });
+/**
+ * Heartbeat details of the segment activity: a retry resumes from the newest checkpoint and logs these.
+ * `signalled` is the newest step and checkpoint step sent to the workflow as `trainingProgress` in any
+ * attempt of this segment: a retry sends only what is newer, which bounds the workflow's history (see
+ * workflows/training.ts).
+ */
+export const TrainingHeartbeatSchema = z.object({
+  step: z.number().int().min(0),
+  checkpoint: z.string().nullable(),
+  signalled: z.object({ step: z.number().int().min(0), checkpointStep: z.number().int().min(0) }).default({ step: 0, checkpointStep: 0 }),
+});
 export type TrainingHeartbeat = z.infer<typeof TrainingHeartbeatSchema>;
 
 export const TrainSegmentInputSchema = z.object({
   runId: z.string(),
   runDir: z.string(),
-  /** Workflows that display progress (stageProgress signals). */
-  progressTo: z.array(z.string()).default([]),
   /** The training workflow, which takes `trainingProgress` signals. */
   trainingWorkflowId: z.string().nullable().default(null),
   samples: ArtifactRefSchema,

@@ -18,6 +18,9 @@ npx vitest run --reporter=default --reporter=json --outputFile="$results/unit.js
 echo "== integration tests (real Temporal dev server)"
 npx vitest run -c vitest.integration.config.ts --reporter=default --reporter=json --outputFile="$results/integration.json" || status=1
 
+echo "== chaos (short: 1 trial per stage; the full table: npm run chaos)"
+npx tsx bench/chaos.ts --trials 1 | tee "$results/chaos.jsonl" || status=1
+
 if [[ -d trainer/tests ]]; then
   echo "== trainer tests (pytest)"
   .venv/bin/python -m pytest -q trainer/tests --junitxml="$results/pytest.xml" || status=1
@@ -33,6 +36,13 @@ for (const f of ["unit.json", "integration.json"]) {
   const fileErrors = (r.testResults || []).filter((t) => t.status === "failed" && !(t.assertionResults || []).some((a) => a.status === "failed")).length;
   passed += r.numPassedTests; failed += r.numFailedTests + fileErrors; skipped += r.numPendingTests + (r.numTodoTests || 0);
 }
+// Each chaos trial counts as one test: passed when the run completed with the reference artifacts, nothing lost or duplicated.
+const c = dir + "/chaos.jsonl";
+if (fs.existsSync(c)) {
+  const trials = fs.readFileSync(c, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.kind === "trial");
+  if (trials.length === 0) failed += 1;
+  for (const t of trials) t.ok ? passed++ : failed++;
+} else { failed += 1; console.log("(no chaos.jsonl: the chaos suite did not run)"); }
 const x = dir + "/pytest.xml";
 if (fs.existsSync(x)) {
   const head = fs.readFileSync(x, "utf8").match(/<testsuite [^>]*>/);

@@ -10,6 +10,9 @@ export const catmStages = ['mine', 'judge', 'weight'] as const;
 /**
  * CATM label mining, CodeGrep §3.4 (Fig. 1): trajectories ──mine──▶ file views ──judge──▶ judgements
  * ──weight──▶ labels + samples. Each arrow is one activity; each box a Parquet artifact.
+ *
+ * History bound (issue #12): four activities and no signals (a running activity's progress is in its
+ * heartbeats): under 60 events, however many candidates the judge reads.
  */
 export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -20,7 +23,7 @@ export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
   const { weight, writeCatmSummary } = proxyActivities<typeof activities>(activityOptions('weight', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, catmStages);
-  const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };
+  const common = { runId: config.runId, runDir: config.runDir };
 
   tracker.start('mine');
   const mined = await mine({ ...common, trajectoriesPath: config.inputs.trajectories });

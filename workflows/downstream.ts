@@ -22,6 +22,10 @@ export type DownstreamInput = PipelineConfigInput & {
  * runs.parquet + Table 3 (pooled and paired vs the baseline) + report. One activity per pair, at most
  * `downstream.concurrency` at a time; finished pairs are never run again (their records are reused by a
  * retried activity, a rerun of the stage, and the run that continues this one as new).
+ *
+ * History bound (issue #12): no signals reach this workflow; each pair adds about 6 events, and the lanes stop
+ * taking pairs once Temporal suggests continue-as-new (4,096 events by default), so a run's history stays
+ * below 4,096 + 6 × concurrency + a few dozen events however many pairs the study has.
  */
 export async function downstream(input: DownstreamInput): Promise<DownstreamResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -45,7 +49,7 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
   });
 
   const tracker = new StageTracker(config.runId, config.recipe, downstreamStages);
-  const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };
+  const common = { runId: config.runId, runDir: config.runDir };
 
   tracker.start('plan');
   const planned = await planDownstream({
@@ -62,6 +66,9 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
   const failures: string[] = [];
   let ran = 0;
   let resolved = 0;
+  // Progress is counted here, as pairs finish (no signals: see the history bound above).
+  const showProgress = () => tracker.progress({ stage: 'runs', done: planned.finished + ran + failures.length, total: planned.total, unit: 'runs', counts: { resolved } });
+  showProgress();
   const lane = async () => {
     // Stop taking new pairs when the history grows long; the continued run plans again and gets only the rest.
     while (queue.length > 0 && !workflowInfo().continueAsNewSuggested) {
@@ -84,10 +91,12 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
         if (isCancellation(error)) throw error;
         // One pair that cannot be run must not stop the others; the stage fails at the end, naming it.
         failures.push(`(${configuration}, ${instanceId}): ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+        showProgress();
         continue;
       }
       ran += 1;
       if (result.row.resolved) resolved += 1;
+      showProgress();
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, queue.length)) }, lane));

@@ -13,6 +13,9 @@ export type EnvironmentInput = PipelineConfigInput & { artifacts?: { samples?: A
 /**
  * The RL environment (CodeGrep §3.3, CodeScout §3.1): samples ──materialize──▶ worktrees (bare clone + git
  * worktree per commit) ──▶ samples with ground truth at file, line-range, class and function level.
+ *
+ * History bound (issue #12): at most three activities and no signals (progress is in their heartbeats): under
+ * 50 events, however many repositories it materializes.
  */
 export async function environment(input: EnvironmentInput): Promise<EnvironmentResult> {
   const { validateConfig, findRunArtifact } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -21,7 +24,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const { materializeWorktrees, deriveGroundTruth } = proxyActivities<typeof activities>(activityOptions('worktrees', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, environmentStages);
-  const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };
+  const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
 

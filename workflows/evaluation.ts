@@ -5,21 +5,11 @@ import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
+import { rootMessage } from '../lib/errors/root-message';
 
 export const evaluationStages = ['plan', 'predict', 'report'] as const;
 
 export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
-
-/** The failure a user needs to read: the activity's own message, not the wrapper's. */
-function reasonOf(error: unknown): string {
-  let current: unknown = error;
-  let message = error instanceof Error ? error.message : String(error);
-  while (current instanceof Error) {
-    message = current.message || message;
-    current = (current as Error & { cause?: unknown }).cause;
-  }
-  return message;
-}
 
 /** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
 function executionLabel(start: Date): string {
@@ -49,6 +39,11 @@ async function settleAll<T>(tasks: (() => Promise<T>)[], limit: number): Promise
  * samples with ground truth ──plan──▶ retrievers × instance shards ──predict + score──▶ shard Parquet
  * ──summary──▶ predictions, per-instance metrics, summary.json, report.md, report.html.
  * A retriever whose shards fail is reported and left out; the others' results are kept.
+ *
+ * History bound (issue #12): no signals reach this workflow, so its history is about 6 events per shard
+ * activity (scheduled, started, completed, and a workflow task when it completes) plus a few dozen: it grows
+ * with retrievers × shards, never with time. Temporal's 51,200-event limit allows about 8,000 shards (at the
+ * default shard size, 400,000 instances per retriever).
  */
 export async function evaluation(input: EvaluationInput): Promise<EvaluationResult> {
   const { validateConfig, findRunArtifact, planEvaluation } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -57,7 +52,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const { evaluateShard, summarizeEvaluation } = proxyActivities<typeof activities>(activityOptions('evaluation', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, evaluationStages);
-  const common = { runId: config.runId, runDir: config.runDir, progressTo: tracker.progressTargets };
+  const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
@@ -73,11 +68,19 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
 
   tracker.start('predict');
   const total = plan.retrievers.length * plan.shardCount;
-  const progress = { shardDirs: plan.retrievers.map((r) => r.shardDir), total };
+  // Progress is counted here, as shards finish (a running shard heartbeats its own instance count).
+  let settledShards = 0;
+  const showProgress = () => tracker.progress({ stage: 'predict', done: settledShards, total, unit: 'shards', counts: {} });
+  showProgress();
   const jobs = plan.retrievers.flatMap((retriever) =>
-    Array.from({ length: plan.shardCount }, (_, shardIndex) => () =>
-      evaluateShard({ ...common, samples, evaluation: evaluationConfig, retriever, shardIndex, shardCount: plan.shardCount, progress }),
-    ),
+    Array.from({ length: plan.shardCount }, (_, shardIndex) => async () => {
+      try {
+        return await evaluateShard({ ...common, samples, evaluation: evaluationConfig, retriever, shardIndex, shardCount: plan.shardCount });
+      } finally {
+        settledShards += 1;
+        showProgress();
+      }
+    }),
   );
   const settled = await settleAll(jobs, evaluationConfig.maxConcurrentShards);
 
@@ -91,7 +94,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     failedShards += own.filter((s) => s.status === 'rejected').length;
     if (failure) {
       if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
-      failedRetrievers.push({ name: retriever.name, reason: reasonOf(failure.reason) });
+      failedRetrievers.push({ name: retriever.name, reason: rootMessage(failure.reason) });
       return;
     }
     const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);

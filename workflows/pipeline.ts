@@ -1,4 +1,4 @@
-import { ChildWorkflowFailure, ApplicationFailure, executeChild, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
+import { ChildWorkflowFailure, ApplicationFailure, executeChild, patched, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
@@ -13,6 +13,7 @@ import { environment } from './environment';
 import { evaluation } from './evaluation';
 import { training } from './training';
 import { StageTracker } from './stage-tracker';
+import { rootMessage } from '../lib/errors/root-message';
 
 export interface StageOutcome {
   stage: string;
@@ -31,21 +32,16 @@ export interface PipelineResult {
   downstream: DownstreamResult | null;
 }
 
-/** The innermost failure message: what a user needs to read (the activity's own words). */
-function rootMessage(error: unknown): string {
-  let current: unknown = error;
-  let message = error instanceof Error ? error.message : String(error);
-  while (current instanceof Error) {
-    message = current.message || message;
-    current = (current as Error & { cause?: unknown }).cause;
-  }
-  return message;
-}
-
 /**
  * The whole study as in SPEC §1. Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
- * stage that fails is reported with its reason, the stages that need its output are skipped, and the
- * pipeline still completes with the outcome of every stage, so a partial run says what ran and what did not.
+ * stage that fails is reported with its reason, the stages that need its output are skipped, and the others
+ * still run. A pipeline with a failed or skipped stage ends Failed (`PipelineStageFailed`), its details the
+ * `PipelineResult` with every stage's outcome, so a partial run says what ran and what did not.
+ *
+ * History bound (issue #12): nothing signals the pipeline (the CLI queries the stage workflows it lists in
+ * `progress.children`), so its history is a fixed number of events per stage (about 10 for a child
+ * workflow, its search-attribute upserts and workflow tasks): under 100 events for the five stages, however
+ * long they run.
  */
 export async function pipeline(input: PipelineConfigInput): Promise<PipelineResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -121,6 +117,18 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
   });
 
   tracker.complete();
+  const notCompleted = result.outcomes.filter((o) => o.status !== 'completed');
+  // Runs started before this change completed with a failed stage; replaying their histories must still do so.
+  if (notCompleted.length > 0 && patched('pipeline-fails-when-a-stage-fails')) {
+    // Failed in Temporal (red in the Web UI's list), with every stage's outcome and the finished stages' results
+    // in the failure's details: `codegrep run` prints them as it prints a completed run's.
+    throw ApplicationFailure.create({
+      type: 'PipelineStageFailed',
+      nonRetryable: true,
+      message: `${notCompleted.length} of ${result.outcomes.length} stages did not complete: ${notCompleted.map((o) => `${o.stage} ${o.status}${o.reason ? ` (${o.reason.slice(0, 300)})` : ''}`).join('; ')}`,
+      details: [result],
+    });
+  }
   if (result.outcomes.length > 0 && result.outcomes.every((o) => o.status !== 'completed')) {
     throw ApplicationFailure.create({ type: 'PipelineFailed', nonRetryable: true, message: `no stage completed: ${result.outcomes.map((o) => `${o.stage}: ${o.reason}`).join('; ')}` });
   }

@@ -12,8 +12,12 @@ const stageKey = defineSearchAttributeKey('CodegrepStage', SearchAttributeType.K
 const recipeKey = defineSearchAttributeKey('CodegrepRecipe', SearchAttributeType.KEYWORD);
 
 /**
- * Keeps a workflow's stage table: serves the `progress` query, takes `stageProgress` signals from
- * activities, upserts the search attributes per stage and renders the Web UI's current details.
+ * Keeps a workflow's stage table: serves the `progress` query, upserts the search attributes per stage and
+ * renders the Web UI's current details. Progress comes from the workflow itself (finished activities, see
+ * `progress()`); a running activity's own progress is in its heartbeat details, which the CLI reads from the
+ * workflow's description. Activities no longer signal: a signal per few seconds made histories grow with the
+ * length of the run (issue #12). The `stageProgress` handler stays for signals of activities started by an
+ * older worker.
  */
 export class StageTracker {
   private readonly state: WorkflowProgress;
@@ -37,15 +41,8 @@ export class StageTracker {
       { key: recipeKey, value: recipe },
     ]);
     setHandler(progressQuery, () => this.state);
-    setHandler(stageProgressSignal, (progress) => this.onProgress(progress));
+    setHandler(stageProgressSignal, (progress) => this.progress(progress));
     this.render();
-  }
-
-  get progressTargets(): string[] {
-    const info = workflowInfo();
-    const targets = [info.workflowId];
-    if (info.parent) targets.push(info.parent.workflowId);
-    return targets;
   }
 
   start(stage: string): void {
@@ -79,7 +76,8 @@ export class StageTracker {
     this.render();
   }
 
-  private onProgress(progress: StageProgress): void {
+  /** Sets a stage's progress (no history event: it changes the query answer and the current details). */
+  progress(progress: StageProgress): void {
     const entry = this.state.stages[progress.stage];
     if (!entry) return; // a stage this workflow does not display (e.g. a child's sub-stage)
     if (entry.status === 'pending') entry.status = 'running';

@@ -48,6 +48,13 @@ export type TrainingInput = PipelineConfigInput & {
  * CodeGrep Fig. 2 / Fig. 4. Each segment is one activity on the GPU task queue that resumes from the newest
  * checkpoint; `pause`, `resume`, `stopAfterCheckpoint` and the `setStepBudget` update steer the loop, and
  * the workflow continues as new when Temporal suggests it, carrying its state.
+ *
+ * History bound (issue #12): between segments the loop checks `continueAsNewSuggested` (the server suggests
+ * it at 4,096 events or 4 MiB by default). One segment adds about 10 events for its activity and workflow
+ * tasks plus at most 4 per `trainingProgress` signal, and the segment activity sends at most 2 signals per
+ * step of the segment across all its attempts (activities/training.ts `TrainingSignals`); each steering
+ * signal or update adds about 4. So a run's history stays below 4,096 + 8 × segmentSteps + 4 × (steering
+ * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
   const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport } = proxyActivities<typeof activities>(activityOptions('short'));
@@ -112,6 +119,13 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     smokeRun: t.smokeRun,
     notes: state.notes,
   });
+  const showProgress = () => {
+    const latest = state.latest;
+    const counts: Record<string, number> = { segment: state.segment };
+    if (state.checkpointStep !== null) counts.checkpointStep = state.checkpointStep;
+    if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
+    tracker.progress({ stage: 'training', done: state.step, total: state.budget, unit: 'steps', counts });
+  };
   const interrupt = (why: 'pause' | 'stop' | 'budget') => {
     if (running && interrupted === null) {
       interrupted = why;
@@ -135,11 +149,13 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     state.step = progress.step;
     state.checkpointStep = progress.checkpointStep;
     if (progress.latest) state.latest = progress.latest;
+    showProgress();
   });
   setHandler(
     setStepBudgetUpdate,
     (budget) => {
       state.budget = budget;
+      showProgress();
       if (running && budget < running.target) interrupt('budget');
       return status();
     },
@@ -153,6 +169,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   );
 
   tracker.start('training');
+  showProgress();
   let segmentsThisRun = 0;
   let modelParameters: number | null = null;
   while (!state.stopRequested && state.step < state.budget) {
@@ -176,7 +193,6 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
         trainSegment({
           runId: config.runId,
           runDir: config.runDir,
-          progressTo: tracker.progressTargets,
           trainingWorkflowId: workflowInfo().workflowId,
           samples,
           training: t,
@@ -201,6 +217,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
       state.checkpointStep = result.checkpoint === null ? null : result.step;
       state.latest = result.latest ?? state.latest;
       modelParameters = result.trainerParameters ?? modelParameters;
+      showProgress();
     }
     if (state.step > state.budget) {
       state.notes.push(`the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`);

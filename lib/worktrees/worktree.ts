@@ -66,6 +66,9 @@ async function ensureWorktreeLocked(
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);
+  // Before any other git command: what a killed git left (a half-made admin entry, a lock file) makes the next one fail.
+  await removeInterruptedAdds(bare, opts.worktreesDir);
+  await removeStaleLocks(bare);
 
   const found = await inspectWorktree(bare, wt, commit, repo, opts);
   if (found.state === 'valid') {
@@ -227,3 +230,62 @@ export async function removeWorktree(bare: string, wt: string, repo: RepoName, o
   }
 }
 
+
+/**
+ * Removes what a killed `git worktree add` left in `<bare>/worktrees/`: an admin entry whose `gitdir`,
+ * `commondir` or `HEAD` is missing or empty. `git worktree add` creates the entry and then writes those files
+ * one by one; killed between creating `commondir` and writing it, it leaves an empty file on which every
+ * `git worktree list`, `remove` and `prune` dies with `fatal: failed to read worktrees/<id>/commondir`
+ * (issue #12), for every worktree of the repository. Caller holds the repository lock, so no `worktree add`
+ * of ours is running: an incomplete entry is a dead one. Its half-made checkout goes too, but only when it
+ * lies under `worktreesDir` and its `.git` file (if any) points back at this entry; complete entries and
+ * other directories are never touched. Returns the entries removed.
+ */
+export async function removeInterruptedAdds(bare: string, worktreesDir: string): Promise<string[]> {
+  const admin = path.join(bare, 'worktrees');
+  const removed: string[] = [];
+  const read = (file: string) => fs.readFile(file, 'utf8').then((text) => text.trim(), () => '');
+  for (const id of await fs.readdir(admin).catch(() => [] as string[])) {
+    const entry = path.join(admin, id);
+    if (!(await fs.lstat(entry).then((st) => st.isDirectory(), () => false))) continue;
+    const [gitdir = '', commondir = '', head = ''] = await Promise.all(['gitdir', 'commondir', 'HEAD'].map((f) => read(path.join(entry, f))));
+    if (gitdir !== '' && commondir !== '' && head !== '') continue;
+    if (gitdir !== '') {
+      const checkout = path.dirname(path.resolve(gitdir));
+      const inside = path.relative(path.resolve(worktreesDir), checkout);
+      const pointer = await read(path.join(checkout, '.git'));
+      const ours = pointer === '' || (await samePath(path.resolve(checkout, pointer.replace(/^gitdir:\s*/, '')), entry));
+      if (inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside) && ours) await fs.rm(checkout, { recursive: true, force: true });
+    }
+    await fs.rm(entry, { recursive: true, force: true });
+    removed.push(id);
+  }
+  return removed;
+}
+
+/** Lock files git creates while it changes a repository; a killed git leaves them, and the next one refuses to run. */
+const GIT_LOCK_FILES = ['shallow.lock', 'packed-refs.lock', 'config.lock', 'HEAD.lock', 'FETCH_HEAD.lock', 'index.lock'];
+
+/**
+ * Removes the lock files a killed `git fetch` (or `clone`, `config`) left in the bare clone: `shallow.lock`
+ * after a killed `fetch --depth=1` makes every later fetch die with "Unable to create '…/shallow.lock': File
+ * exists" (found by lib/worktrees/worktree-kill.test.ts), and ref locks block updating those refs. Caller
+ * holds the repository lock, so no git of ours is running in this repository: every lock is a dead one.
+ * Only `*.lock` files are touched. Returns the paths removed (relative to the bare clone).
+ */
+export async function removeStaleLocks(bare: string): Promise<string[]> {
+  const removed: string[] = [];
+  const candidates = [...GIT_LOCK_FILES];
+  const refs = path.join(bare, 'refs');
+  for (const entry of (await fs.readdir(refs, { recursive: true }).catch(() => [] as string[])) as string[]) {
+    if (entry.endsWith('.lock')) candidates.push(path.join('refs', entry));
+  }
+  for (const rel of candidates) {
+    const file = path.join(bare, rel);
+    if (await fs.lstat(file).then((st) => st.isFile(), () => false)) {
+      await fs.rm(file, { force: true });
+      removed.push(rel);
+    }
+  }
+  return removed;
+}

@@ -1,6 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import { DownstreamRunRecordSchema } from '../../schemas/downstream-config';
@@ -83,4 +84,76 @@ describe('downstream as the last stage of the pipeline', () => {
     expect(resolved).toEqual(Object.fromEntries(predictions.map((p) => [p.instanceId, (p.files as string[]).length > 0 || p.instanceId === 'acme__calc-3'])));
     expect(readFileSync(downstream.reportMarkdown, 'utf8')).toContain(`bm25: predictions from ${result.evaluation!.predictions.uri} (parquet, retriever bm25).`);
   });
+});
+
+/** A workflow's history: its event count and its signals by name. */
+async function historyOf(client: Client, workflowId: string): Promise<{ events: number; signals: Record<string, number> }> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const signals: Record<string, number> = {};
+  for (const event of history.events ?? []) {
+    const name = event.workflowExecutionSignaledEventAttributes?.signalName;
+    if (name) signals[name] = (signals[name] ?? 0) + 1;
+  }
+  return { events: history.events?.length ?? 0, signals };
+}
+
+describe('history bounds of evaluation and downstream under a pipeline (issue #12)', () => {
+  it("the pipeline's event count does not depend on the number of evaluation shards or downstream pairs; the stages' own histories grow only per activity", async () => {
+    const { client, close } = await testClient();
+    const sizes = {
+      small: { retrievers: [{ name: 'bm25', kind: 'bm25', k: 2 }], shardSize: 25, configurations: [{ name: 'baseline', source: 'none' }] },
+      large: {
+        retrievers: [{ name: 'bm25', kind: 'bm25', k: 2 }, { name: 'bm25-k1', kind: 'bm25', k: 1 }, { name: 'bm25-k3', kind: 'bm25', k: 3 }, { name: 'bm25-k4', kind: 'bm25', k: 4 }],
+        shardSize: 1,
+        configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions' }, { name: 'again-a', source: 'none' }, { name: 'again-b', source: 'none' }],
+      },
+    };
+    const seen: Record<string, { pipeline: Awaited<ReturnType<typeof historyOf>>; evaluation: Awaited<ReturnType<typeof historyOf>>; downstream: Awaited<ReturnType<typeof historyOf>>; shards: number; pairs: number }> = {};
+    try {
+      for (const [size, { retrievers, shardSize, configurations }] of Object.entries(sizes)) {
+        const runId = `ds-history-${size}`;
+        // Evaluation and downstream only: the environment stage's samples come from the run above.
+        cpSync(path.join(dataDir, 'ds-pipeline', 'environment'), path.join(dataDir, runId, 'environment'), { recursive: true });
+        const result: PipelineResult = await client.workflow.execute('pipeline', {
+          taskQueue,
+          workflowId: `${runId}/pipeline`,
+          args: [
+            {
+              runId,
+              dataDir,
+              stages: ['evaluation', 'downstream'],
+              inputs: { trajectories: fixture.trajectoriesPath, instances: fixture.instancesPath },
+              environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors } },
+              evaluation: { retrievers, shardSize },
+              downstream: {
+                configurations,
+                baseline: 'baseline',
+                agent: { kind: 'builtin', baseUrl: server.baseUrl, model: 'frozen-coder', maxRounds: 10, maxAttempts: 1 },
+                harness: { kind: 'local', interpreter: pythonWithPytest(), testRunner: 'pytest', timeoutMs: 120_000 },
+              },
+            },
+          ],
+        });
+        expect(result.outcomes.map((o) => o.status)).toEqual(['completed', 'completed']);
+        seen[size] = {
+          pipeline: await historyOf(client, `${runId}/pipeline`),
+          evaluation: await historyOf(client, `${runId}/evaluation`),
+          downstream: await historyOf(client, `${runId}/downstream`),
+          shards: result.evaluation!.shards.total,
+          pairs: result.downstream!.pairs,
+        };
+      }
+    } finally {
+      await close();
+    }
+    console.log(`history events: ${JSON.stringify(seen)}`);
+    const { small, large } = seen as Record<'small' | 'large', (typeof seen)[string]>;
+    expect([small.shards, large.shards]).toEqual([1, 12]);
+    expect([small.pairs, large.pairs]).toEqual([3, 12]);
+    expect(large.pipeline.events).toBe(small.pipeline.events);
+    for (const run of [small, large]) for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.signals).toEqual({});
+    // workflows/evaluation.ts and downstream.ts: about 6 events per activity, nothing per second of running.
+    expect(large.evaluation.events - small.evaluation.events).toBeLessThanOrEqual(6 * (large.shards - small.shards));
+    expect(large.downstream.events - small.downstream.events).toBeLessThanOrEqual(6 * (large.pairs - small.pairs));
+  }, 600_000);
 });

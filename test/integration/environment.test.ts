@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
+import { pipelineOutcome } from '../../cli/pipeline-outcome';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { buildFixtureRepo, git, type FixtureInstance } from '../support/fixture-repos';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
@@ -26,17 +27,27 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-async function run(runId: string, extra: Record<string, unknown>): Promise<PipelineResult> {
+/** Runs the pipeline; `failed` says whether it ended Failed in Temporal (a stage failed). */
+async function runPipeline(runId: string, extra: Record<string, unknown>): Promise<{ result: PipelineResult; failed: boolean }> {
   const { client, close } = await testClient();
   try {
-    return await client.workflow.execute('pipeline', {
+    const handle = await client.workflow.start('pipeline', {
       taskQueue,
       workflowId: `${runId}/pipeline`,
       args: [{ runId, dataDir: path.join(work, 'runs'), stages: ['catm', 'environment'], inputs: { trajectories: trajectoriesPath, instances: instancesPath }, ...extra }],
     });
+    const outcome = await pipelineOutcome(handle);
+    expect((await handle.describe()).status.name).toBe(outcome.failed ? 'FAILED' : 'COMPLETED');
+    return outcome;
   } finally {
     await close();
   }
+}
+
+async function run(runId: string, extra: Record<string, unknown>): Promise<PipelineResult> {
+  const { result, failed } = await runPipeline(runId, extra);
+  expect(failed).toBe(false);
+  return result;
 }
 
 describe('environment stage on the real dev server', () => {
@@ -92,26 +103,28 @@ describe('environment stage on the real dev server', () => {
     expect(env.groundTruth).toMatchObject({ samples: 3, withoutWorktree: 1, withGroundTruth: 2 });
 
     // fail: the same input fails the stage, all or nothing, and says how to go on.
-    const strict = await run('env-strict', {
+    const { result: strict, failed: strictFailed } = await runPipeline('env-strict', {
       dataDir: path.join(work, 'runs-skip'),
       inputs: { trajectories: trajectoriesPath, instances: withMissing },
       environment: { repoSource: { kind: 'mirror-dir', dir: mirrors }, onUnavailable: 'fail' },
     });
+    expect(strictFailed).toBe(true); // Failed in Temporal (issue #12)
     expect(strict.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
     expect(strict.outcomes[1]!.reason).toMatch(/1 of 3 commits could not be materialized.*acme\/absent.*onUnavailable: skip/);
   });
 
   it('onUnavailable: skip still fails the stage when no sample is usable, naming why', async () => {
-    const result = await run('env-skip-none', {
+    const { result, failed } = await runPipeline('env-skip-none', {
       dataDir: path.join(work, 'runs-skip-none'),
       environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') }, onUnavailable: 'skip' },
     });
     expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
     expect(result.outcomes[1]!.reason).toMatch(/no usable sample: none of the 2 commits could be materialized.*acme\/widgets.*environment\.repoSource/);
+    expect(failed).toBe(true);
   });
 
   it('fails fast on an unreachable repository, naming it and the mirror config key; the pipeline reports what ran', async () => {
-    const result = await run('env-unreachable', {
+    const { result, failed } = await runPipeline('env-unreachable', {
       // Its own data dir: the first test's bare clone cache would otherwise serve the repository.
       dataDir: path.join(work, 'runs-offline'),
       environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') } },
@@ -120,6 +133,9 @@ describe('environment stage on the real dev server', () => {
     expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
     expect(result.outcomes[1]!.reason).toContain('acme/widgets');
     expect(result.outcomes[1]!.reason).toContain('environment.repoSource');
+    // Issue #12: Failed in Temporal (not a green Completed), and each hint said once.
+    expect(failed).toBe(true);
+    expect(result.outcomes[1]!.reason!.split('environment.repoSource').length - 1).toBe(1);
     expect(result.environment).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -7,6 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
+import type { WorkflowProgress } from '../../schemas/progress';
 import type { TrainingResult, TrainingStatus } from '../../schemas/training';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { buildFixtureRepo } from '../support/fixture-repos';
@@ -121,6 +122,8 @@ async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, ti
 }
 
 const status = (handle: WorkflowHandle) => handle.query<TrainingStatus>('trainingStatus');
+/** "Several hundred steps" with progress every 2 ms (issue #12): one-turn episodes, about a second a step on a busy core. */
+const LONG_RUN_STEPS = Number(process.env.CODEGREP_HISTORY_TEST_STEPS ?? 200);
 const runDir = (runId: string) => path.join(work, 'runs', runId);
 
 async function metricSteps(result: TrainingResult): Promise<number[]> {
@@ -158,6 +161,17 @@ function codegrep(...args: string[]): Promise<{ code: number; stdout: string; st
   });
 }
 
+/** A workflow's history: its event count and its signals by name. */
+async function historyOf(workflowId: string): Promise<{ events: number; signals: Record<string, number> }> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const signals: Record<string, number> = {};
+  for (const event of history.events ?? []) {
+    const name = event.workflowExecutionSignaledEventAttributes?.signalName;
+    if (name) signals[name] = (signals[name] ?? 0) + 1;
+  }
+  return { events: history.events?.length ?? 0, signals };
+}
+
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 /** On failure, show what the GPU worker and the trainers said. */
@@ -174,6 +188,40 @@ function explainFailure(runId: string): void {
 }
 
 describe('training on the real dev server with the GPU worker on CPU', () => {
+  it('a pipeline\'s history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (issue #12)', async () => {
+    const histories: Record<number, { pipeline: Awaited<ReturnType<typeof historyOf>>; training: Awaited<ReturnType<typeof historyOf>> }> = {};
+    const [fewSteps, manySteps] = [3, LONG_RUN_STEPS];
+    for (const steps of [fewSteps, manySteps]) {
+      const runId = `train-it-history-${steps}`;
+      explainFailure(runId);
+      // The pipeline runs only its training stage: it reads the environment stage's samples from its run folder.
+      cpSync(path.join(runDir('train-it-env'), 'environment'), path.join(runDir(runId), 'environment'), { recursive: true });
+      const { artifacts: _samples, ...input } = trainingInput(runId, {
+        steps,
+        segmentSteps: steps,
+        checkpointEvery: steps,
+        progressEveryMs: 2,
+        limits: { maxTurns: 1, maxNewTokens: 8, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
+      });
+      const result = (await client.workflow.execute('pipeline', { taskQueue: cpuQueue, workflowId: `${runId}/pipeline`, args: [input] })) as PipelineResult;
+      expect(result.outcomes).toEqual([{ stage: 'training', status: 'completed', reason: null }]);
+      expect(result.training!.step).toBe(steps);
+      histories[steps] = { pipeline: await historyOf(`${runId}/pipeline`), training: await historyOf(`${runId}/training`) };
+      const shown = await client.workflow.getHandle(`${runId}/training`).query<WorkflowProgress>('progress');
+      expect(shown.stages.training!.progress).toMatchObject({ done: steps, total: steps, unit: 'steps' });
+    }
+    console.log(`history events: ${JSON.stringify(histories)}`);
+    const few = histories[fewSteps]!;
+    const many = histories[manySteps]!;
+    expect(many.pipeline.signals).toEqual({});
+    expect(many.pipeline.events).toBe(few.pipeline.events);
+    // The bound of workflows/training.ts: at most 2 trainingProgress signals per step, nothing else signals.
+    expect(Object.keys(many.training.signals).filter((name) => name !== 'trainingProgress')).toEqual([]);
+    expect(many.training.signals.trainingProgress ?? 0).toBeGreaterThan(0);
+    expect(many.training.signals.trainingProgress ?? 0).toBeLessThanOrEqual(2 * manySteps);
+    expect(many.training.events).toBeLessThanOrEqual(few.training.events + 4 * 2 * (manySteps - fewSteps));
+  }, 900_000);
+
   it('survives a stopped and a killed GPU worker: each retry resumes from the newest checkpoint, and each step is recorded once', async () => {
     const runId = 'train-it-kill';
     explainFailure(runId);

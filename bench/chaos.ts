@@ -1,0 +1,488 @@
+/**
+ * Chaos suite (issue #12): `npm run chaos [-- <stage>…] [--trials N] [--seed S]`. Per stage, two uninterrupted
+ * reference runs, then N trials that each SIGKILL the worker process (its whole process group) at a random
+ * moment of the run, and in every third trial (the first included) the Temporal dev server too; both are restarted and the run is
+ * let finish. Every artifact of the stage's folder is compared with the reference by sha256; a file whose bytes
+ * differ between the two references (by design: timestamps, durations) is compared by its rows/fields, leaving
+ * out those that differ between the references. Work items are counted in the stage's main artifact (lost:
+ * missing keys, duplicated: repeated keys), and the scripted endpoint's requests against the reference's
+ * (redone: asked again because in flight at the kill). One JSON line per trial and one summary line per stage.
+ *
+ * Real parts only: the real dev server, real worker processes, real git and Parquet; the LLM endpoint is the
+ * scripted one (test/support/scripted-openai-server.ts). Stages covered: catm (LLM judge), environment,
+ * evaluation (BM25 and a scripted agentic retriever). Not yet covered: training and downstream (see BENCHMARKS.md).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { portIsFree, startDevServer } from '../cli/dev-server';
+import { readParquetObjects } from '../lib/artifacts';
+import { buildFixtureRepo } from '../test/support/fixture-repos';
+import { sharedData } from '../test/support/repo-root';
+import { reply, startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../test/support/scripted-openai-server';
+import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
+
+type Row = Record<string, unknown>;
+
+interface Scenario {
+  stage: string;
+  /** Workflow type and input for one run; the run folder is always `<dataDir>/<runId>`. */
+  workflow: string;
+  input: Record<string, unknown>;
+  /** Folder (relative to the run folder) whose files are the artifacts compared. */
+  artifactDir: string;
+  /** Main artifact (relative to the run folder) and the key of one work item in it. */
+  items: { file: string; key: (row: Row) => string };
+  /** Restores what the run needs in its folder (earlier stages' outputs) before each run. */
+  prepare?: () => void;
+  llm: ScriptedOpenAiServer | null;
+  /** Everything the run writes outside its folder that must go between runs (caches of worktrees). */
+  extraDirs?: string[];
+  /** A folder of append-only journal files named per attempt (and pid): compared as one set of lines. */
+  journalDir?: string;
+  /** JSON fields that report the recovery itself (e.g. judgements resumed from the journal): they differ by design after a kill. */
+  resumeReported?: { file: string; keys: string[] };
+}
+
+/** `<artifact>.tmp-<pid>-<hex>`: the temp file of an atomic write (lib/artifacts/atomic-write.ts) whose writer was killed. */
+const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const TRIALS = flag('trials', 10);
+const SEED = flag('seed', 1);
+const ALL = ['catm', 'environment', 'evaluation'];
+const flagValues = new Set(['--trials', '--seed'].flatMap((f) => (args.indexOf(f) >= 0 ? [args[args.indexOf(f) + 1]] : [])));
+const chosen = args.filter((a) => !a.startsWith('--') && !flagValues.has(a));
+for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: unknown stage "${stage}" (known: ${ALL.join(', ')}; training and downstream are not covered yet)`);
+const stages = chosen.length > 0 ? chosen : ALL;
+
+let seed = SEED >>> 0;
+const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-chaos-'));
+const dataDir = path.join(work, 'runs');
+const RUN_ID = 'chaos-run';
+const runDir = path.join(dataDir, RUN_ID);
+const taskQueue = `chaos-${process.pid}`;
+
+async function freePort(from: number): Promise<number> {
+  for (let port = from; port < from + 500; port++) if ((await portIsFree(port)) && (await portIsFree(port + 1000))) return port;
+  throw new Error('chaos: no free port');
+}
+
+// ---- the server and the worker, both killable ----------------------------------------------------------
+
+const serverDir = path.join(work, 'temporal');
+let port = 0;
+let serverPid: number | null = null;
+let worker: ChildProcess | null = null;
+
+async function startServer(): Promise<void> {
+  const server = await startDevServer({ dataDir: serverDir, port, ui: false });
+  serverPid = server.pid;
+}
+
+async function killServer(): Promise<void> {
+  if (serverPid === null) return;
+  try {
+    process.kill(-serverPid, 'SIGKILL');
+  } catch {
+    process.kill(serverPid, 'SIGKILL');
+  }
+  for (let i = 0; i < 100 && !(await portIsFree(port)); i++) await new Promise((r) => setTimeout(r, 100));
+  serverPid = null;
+}
+
+const address = () => `127.0.0.1:${port}`;
+async function startWorker(): Promise<void> {
+  // Short heartbeats are in each scenario's input; the worker only needs the server and the queue.
+  worker = await spawnWorkerAt(address(), taskQueue, { CODEGREP_SHUTDOWN_GRACE_MS: '1000' });
+  worker.stdout?.resume();
+  worker.stderr?.resume();
+}
+
+async function withClient<T>(use: (client: Client) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const connection = await Connection.connect({ address: address() });
+      try {
+        return await use(new Client({ connection, namespace: 'codegrep' }));
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      if (attempt >= 60) throw error;
+      await new Promise((r) => setTimeout(r, 1000)); // the server is being restarted
+    }
+  }
+}
+
+// ---- artifacts --------------------------------------------------------------------------------------------
+
+function listFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return (readdirSync(dir, { recursive: true }) as string[]).filter((f) => !f.endsWith('.lock')).filter((f) => {
+    try {
+      return readFileSync(path.join(dir, f)) !== undefined;
+    } catch {
+      return false; // a directory
+    }
+  }).sort();
+}
+
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+async function contentOf(file: string): Promise<unknown> {
+  if (file.endsWith('.parquet')) return (await readParquetObjects(file)).map((r) => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Row);
+  if (file.endsWith('.json')) return JSON.parse(readFileSync(file, 'utf8'));
+  if (file.endsWith('.jsonl')) return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  return readFileSync(file, 'utf8');
+}
+
+/** Drops, at every depth, the fields whose values differ between the two references (varying by design). */
+function stable(value: unknown, refA: unknown, refB: unknown): unknown {
+  if (Array.isArray(value) && Array.isArray(refA) && Array.isArray(refB)) return value.map((v, i) => stable(v, refA[i], refB[i]));
+  if (value && typeof value === 'object' && refA && typeof refA === 'object' && refB && typeof refB === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const a = (refA as Row)[k];
+      const b = (refB as Row)[k];
+      if (JSON.stringify(a) !== JSON.stringify(b) && (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null)) continue;
+      out[k] = stable(v, a, b);
+    }
+    return out;
+  }
+  return value;
+}
+
+interface Snapshot {
+  dir: string;
+  files: string[];
+}
+
+function snapshot(scenario: Scenario, label: string): Snapshot {
+  const dir = path.join(work, 'snapshots', scenario.stage, label);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  cpSync(path.join(runDir, scenario.artifactDir), dir, { recursive: true });
+  return { dir, files: listFiles(dir) };
+}
+
+function journalLines(snap: Snapshot, journalDir: string): unknown[] {
+  return snap.files
+    .filter((f) => f.startsWith(`${journalDir}/`))
+    .flatMap((f) => readFileSync(path.join(snap.dir, f), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown))
+    .sort((a, b) => JSON.stringify(stripVolatile(a)).localeCompare(JSON.stringify(stripVolatile(b))));
+}
+
+/** Journal lines carry when they were written and by which attempt; neither is part of the result. */
+function stripVolatile(line: unknown): unknown {
+  if (!line || typeof line !== 'object') return line;
+  return Object.fromEntries(Object.entries(line).filter(([k]) => !/^(at|ts|time|timestamp|writtenAt|judgedAt|attempt|pid|ms|latencyMs)$/i.test(k)));
+}
+
+function dropKeys(value: unknown, keys: string[]): unknown {
+  const copy = JSON.parse(JSON.stringify(value)) as Row;
+  for (const key of keys) {
+    const parts = key.split('.');
+    let at: Row | undefined = copy;
+    for (const part of parts.slice(0, -1)) at = at?.[part] as Row | undefined;
+    if (at) delete at[parts.at(-1)!];
+  }
+  return copy;
+}
+
+async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB: Snapshot) {
+  let identical = 0;
+  let sameByRows = 0;
+  const differing: string[] = [];
+  const byDesign: string[] = [];
+  const journal = scenario.journalDir;
+  const resume = scenario.resumeReported;
+  let journalSame: boolean | null = null;
+  if (journal) {
+    const [t, a] = [journalLines(trial, journal).map(stripVolatile), journalLines(refA, journal).map(stripVolatile)];
+    journalSame = JSON.stringify(t) === JSON.stringify(a);
+    if (!journalSame) differing.push(`${journal}/ (journal lines)`);
+  }
+  const differsOnlyByResume: string[] = [];
+  for (const file of refA.files) {
+    if (journal && file.startsWith(`${journal}/`)) continue;
+    if (resume && (file === resume.file || file === `${resume.file}.manifest.json`)) {
+      const isManifest = file !== resume.file;
+      const keys = isManifest ? ['sha256', 'bytes'] : resume.keys;
+      const inTrial = path.join(trial.dir, file);
+      if (!existsSync(inTrial)) {
+        differing.push(`${file} (missing)`);
+        continue;
+      }
+      const [ct, ca, cb] = await Promise.all([inTrial, path.join(refA.dir, file), path.join(refB.dir, file)].map(contentOf));
+      if (JSON.stringify(stable(dropKeys(ct, keys), ca, cb)) === JSON.stringify(stable(dropKeys(ca, keys), ca, cb))) {
+        if (sha256(inTrial) === sha256(path.join(refA.dir, file))) identical += 1;
+        else differsOnlyByResume.push(file);
+      } else differing.push(file);
+      continue;
+    }
+    const inTrial = path.join(trial.dir, file);
+    if (!existsSync(inTrial)) {
+      differing.push(`${file} (missing)`);
+      continue;
+    }
+    const [t, a, b] = [sha256(inTrial), sha256(path.join(refA.dir, file)), sha256(path.join(refB.dir, file))];
+    if (t === a) {
+      identical += 1;
+      continue;
+    }
+    if (a !== b && existsSync(path.join(refB.dir, file))) {
+      byDesign.push(file);
+      const [ct, ca, cb] = await Promise.all([contentOf(inTrial), contentOf(path.join(refA.dir, file)), contentOf(path.join(refB.dir, file))]);
+      if (JSON.stringify(stable(ct, ca, cb)) === JSON.stringify(stable(ca, ca, cb))) {
+        sameByRows += 1;
+        continue;
+      }
+    }
+    differing.push(file);
+  }
+  const unexpected = trial.files.filter((f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)));
+  const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
+  const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
+  return { artifacts: refA.files.length, identical, sameByRows, differsOnlyByResume, byDesign, differing, extra, leftoverTemps, journalSame };
+}
+
+async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
+  const rows = await readParquetObjects(path.join(runDir, scenario.items.file));
+  const keys = rows.map(scenario.items.key);
+  const unique = new Set(keys);
+  const lost = reference ? [...reference].filter((k) => !unique.has(k)).length : 0;
+  return { items: unique.size, duplicated: keys.length - unique.size, lost, keys: unique };
+}
+
+// ---- one run ----------------------------------------------------------------------------------------------
+
+function resetRun(scenario: Scenario): void {
+  rmSync(runDir, { recursive: true, force: true });
+  for (const dir of scenario.extraDirs ?? []) rmSync(dir, { recursive: true, force: true });
+  scenario.prepare?.();
+}
+
+let runNo = 0;
+async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer: boolean } | null) {
+  resetRun(scenario);
+  const requestsBefore = scenario.llm?.requests.length ?? 0;
+  const workflowId = `${RUN_ID}/${scenario.stage}-${++runNo}`;
+  const started = Date.now();
+  await withClient((client) => client.workflow.start(scenario.workflow, { taskQueue, workflowId, args: [scenario.input] }));
+  let kills = 0;
+  let serverKills = 0;
+  if (chaos) {
+    await new Promise((r) => setTimeout(r, chaos.killAtMs));
+    const closed = await withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING');
+    if (!closed) {
+      await killWorkerProcess(worker!);
+      kills += 1;
+      if (chaos.killServer) {
+        await killServer();
+        serverKills += 1;
+        await startServer();
+      }
+      await startWorker();
+    }
+  }
+  const status = await withClient(async (client) => {
+    const handle = client.workflow.getHandle(workflowId);
+    try {
+      await handle.result();
+    } catch {
+      // the status below says it
+    }
+    return (await handle.describe()).status.name;
+  });
+  return { workflowId, status, ms: Date.now() - started, kills, serverKills, requests: (scenario.llm?.requests.length ?? 0) - requestsBefore };
+}
+
+// ---- scenarios --------------------------------------------------------------------------------------------
+
+async function scenarios(): Promise<Scenario[]> {
+  const out: Scenario[] = [];
+  const fixtureInstances = buildFixtureRepo(work, path.join(work, 'mirrors'));
+  const instancesPath = path.join(work, 'instances.jsonl');
+  writeFileSync(instancesPath, fixtureInstances.map((i) => JSON.stringify(i)).join('\n') + '\n');
+  writeFileSync(path.join(work, 'empty.jsonl'), '');
+  const base = { runId: RUN_ID, dataDir, recipe: 'v3' };
+  const worktreeDirs = { cacheDir: path.join(work, 'cache', 'repos'), worktreesDir: path.join(work, 'cache', 'worktrees') };
+
+  if (stages.includes('catm')) {
+    const llm = await startScriptedOpenAiServer({ latencyMs: 250, script: (body) => reply.text(JSON.stringify(body.messages).length % 3 === 0 ? 'NOT_RELEVANT' : 'RELEVANT') });
+    out.push({
+      stage: 'catm',
+      workflow: 'catm',
+      input: {
+        ...base,
+        stages: ['catm'],
+        inputs: { trajectories: path.join(sharedData, 'openhands_trajectories.sample.jsonl'), instances: path.join(sharedData, 'swebench_verified.jsonl') },
+        judge: { mode: 'llm', baseUrl: llm.baseUrl, model: 'chaos-judge', concurrency: 4 },
+        temporal: { activityTimeouts: { judge: { heartbeatMs: 3_000 }, mine: { heartbeatMs: 3_000 }, weight: { heartbeatMs: 3_000 } } },
+      },
+      artifactDir: 'catm',
+      items: { file: 'catm/judgements.parquet', key: (r) => `${String(r.trajectoryId)}\u0000${String(r.path)}` },
+      llm,
+      journalDir: 'judge-shards',
+      resumeReported: { file: 'summary.json', keys: ['judge.resumed'] },
+    });
+  }
+  const environmentInput = {
+    ...base,
+    stages: ['catm', 'environment'],
+    inputs: { trajectories: path.join(work, 'empty.jsonl'), instances: instancesPath },
+    environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'mirrors') }, ...worktreeDirs },
+    temporal: { activityTimeouts: { worktrees: { heartbeatMs: 3_000 } } },
+  };
+  if (stages.includes('environment')) {
+    out.push({
+      stage: 'environment',
+      workflow: 'pipeline',
+      input: environmentInput,
+      artifactDir: 'environment',
+      items: { file: 'environment/worktrees.parquet', key: (r) => `${String(r.repo)}@${String(r.commit)}` },
+      llm: null,
+      extraDirs: [path.join(work, 'cache')],
+    });
+  }
+  if (stages.includes('evaluation')) {
+    // Every episode: a grep, then an answer (as in test/integration/evaluation-kill.test.ts).
+    const llm = await startScriptedOpenAiServer({
+      latencyMs: 150,
+      script: (body) =>
+        (body.messages as { role: string }[]).some((m) => m.role === 'assistant')
+          ? reply.text('<answer>{"files": ["widgets/gears.py"]}</answer>')
+          : reply.toolCalls([{ name: 'grep', arguments: { pattern: 'def ' } }]),
+    });
+    const saved = path.join(work, 'environment-for-evaluation');
+    out.push({
+      stage: 'evaluation',
+      workflow: 'evaluation',
+      input: {
+        ...environmentInput,
+        stages: ['evaluation'],
+        evaluation: {
+          retrievers: [
+            { name: 'bm25', kind: 'bm25', k: 2 },
+            { name: 'agent', kind: 'agent', baseUrl: llm.baseUrl, model: 'chaos-agent', answerFormat: 'codegrep' },
+          ],
+          shardSize: 1,
+          maxConcurrentShards: 2,
+          bootstrap: { samples: 100 },
+        },
+        temporal: { activityTimeouts: { evaluation: { heartbeatMs: 3_000 } } },
+      },
+      artifactDir: 'evaluation',
+      items: { file: 'evaluation/metrics.parquet', key: (r) => `${String(r.retriever)}\u0000${String(r.instanceId)}` },
+      llm,
+      // The environment stage's outputs, made once (uninterrupted, by `setup`) and restored before every run.
+      prepare: () => {
+        if (!existsSync(saved)) throw new Error('chaos: the evaluation scenario needs its environment run first');
+        cpSync(saved, runDir, { recursive: true });
+      },
+    });
+    (out.at(-1) as Scenario & { setup?: () => Promise<void> }).setup = async () => {
+      rmSync(runDir, { recursive: true, force: true });
+      const id = `${RUN_ID}/setup-environment`;
+      await withClient((client) => client.workflow.execute('pipeline', { taskQueue, workflowId: id, args: [environmentInput] }));
+      mkdirSync(saved, { recursive: true });
+      for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
+    };
+  }
+  return out;
+}
+
+// ---- main -------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  port = await freePort(7712);
+  await startServer();
+  await startWorker();
+  let failures = 0;
+  try {
+    for (const scenario of await scenarios()) {
+      await (scenario as Scenario & { setup?: () => Promise<void> }).setup?.();
+      const refRunA = await runOnce(scenario, null);
+      const refA = snapshot(scenario, 'reference-a');
+      const refItems = await itemCounts(scenario, null);
+      const refRunB = await runOnce(scenario, null);
+      const refB = snapshot(scenario, 'reference-b');
+      const byDesign = refA.files.filter((f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)));
+      console.log(JSON.stringify({ kind: 'reference', stage: scenario.stage, ms: [refRunA.ms, refRunB.ms], status: [refRunA.status, refRunB.status], artifacts: refA.files.length, bytesDifferByDesign: byDesign, items: refItems.items, requests: refRunA.requests }));
+      const totals = { stage: scenario.stage, trials: 0, kills: 0, serverKills: 0, completed: 0, artifactsIdentical: 0, duplicated: 0, lost: 0, redoneRequests: 0, leftoverTemps: 0 };
+      for (let trial = 1; trial <= TRIALS; trial++) {
+        const killAtMs = Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
+        const killServer = trial % 3 === 1; // trials 1, 4, 7, 10: the short CI run kills the server too
+        const run = await runOnce(scenario, { killAtMs, killServer });
+        const completed = run.status === 'COMPLETED';
+        const artifacts = completed ? await compare(scenario, snapshot(scenario, `trial-${trial}`), refA, refB) : null;
+        const items = completed ? await itemCounts(scenario, refItems.keys) : null;
+        const identical = artifacts !== null && artifacts.differing.length === 0 && artifacts.extra.length === 0;
+        const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0;
+        const line = {
+          ok,
+          kind: 'trial',
+          stage: scenario.stage,
+          trial,
+          seed: SEED,
+          killAtMs,
+          killed: run.kills > 0,
+          serverKilled: run.serverKills > 0,
+          status: run.status,
+          ms: run.ms,
+          artifacts,
+          items: items && { items: items.items, duplicated: items.duplicated, lost: items.lost },
+          requests: scenario.llm ? { trial: run.requests, reference: refRunA.requests, redone: run.requests - refRunA.requests } : null,
+        };
+        console.log(JSON.stringify(line));
+        totals.trials += 1;
+        totals.kills += run.kills;
+        totals.serverKills += run.serverKills;
+        totals.completed += completed ? 1 : 0;
+        totals.artifactsIdentical += identical ? 1 : 0;
+        totals.duplicated += items?.duplicated ?? 0;
+        totals.lost += items?.lost ?? (completed ? 0 : refItems.items);
+        totals.redoneRequests += scenario.llm ? run.requests - refRunA.requests : 0;
+        totals.leftoverTemps += artifacts?.leftoverTemps.length ?? 0;
+        if (!ok) failures += 1;
+      }
+      console.log(JSON.stringify({ kind: 'summary', ...totals, bytesDifferByDesign: byDesign }));
+      await scenario.llm?.close();
+    }
+  } finally {
+    if (worker) await killWorkerProcess(worker);
+    await killServer();
+    rmSync(work, { recursive: true, force: true });
+  }
+  return failures === 0 ? 0 : 1;
+}
+
+// Stopped by a signal: stop the worker and the server this suite started (they run in their own process groups).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      if (worker) await killWorkerProcess(worker);
+      await killServer();
+      rmSync(work, { recursive: true, force: true });
+      process.exit(130);
+    })();
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exit(1);
+  },
+);

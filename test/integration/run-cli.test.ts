@@ -1,0 +1,82 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pipelineOutcome } from '../../cli/pipeline-outcome';
+import { runLogPath } from '../../cli/run-log';
+import { buildFixtureRepo } from '../support/fixture-repos';
+import { repoRoot } from '../support/repo-root';
+import { temporalAddress, testClient, uniqueTaskQueue } from '../support/temporal';
+
+/**
+ * `codegrep run` as a user runs it (issue #12), with its in-process worker, on a run whose environment stage
+ * fails (no mirror of the repository): the pipeline ends Failed in Temporal with every stage's outcome, the
+ * command exits 3 with its stage table, the terminal has one line per failure and names the log file, and
+ * the SDK's logs are in that file, not on the terminal.
+ */
+const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-run-cli-'));
+const taskQueue = uniqueTaskQueue('run-cli');
+let configFile: string;
+
+beforeAll(() => {
+  const instances = buildFixtureRepo(work, path.join(work, 'mirrors'));
+  writeFileSync(path.join(work, 'instances.jsonl'), instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
+  writeFileSync(path.join(work, 'trajectories.jsonl'), '');
+  configFile = path.join(work, 'offline.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      dataDir: path.join(work, 'runs'),
+      stages: ['catm', 'environment', 'evaluation'],
+      inputs: { trajectories: path.join(work, 'trajectories.jsonl'), instances: path.join(work, 'instances.jsonl') },
+      environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') } },
+    }),
+  );
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function codegrep(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(repoRoot, 'cli/main.ts'), ...args],
+      { cwd: repoRoot, env: { ...process.env, CODEGREP_TEMPORAL_ADDRESS: temporalAddress(), CODEGREP_TASK_QUEUE: taskQueue }, timeout: 180_000 },
+      (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('codegrep run tells the truth about a failed stage', () => {
+  it('exits 3 with the stage table, ends Failed in Temporal with every outcome, keeps SDK logs in the named log file', async () => {
+    const runId = 'run-cli-offline';
+    const out = await codegrep('run', configFile, '--run-id', runId, '--no-embedded');
+    const terminal = out.stdout + out.stderr;
+    expect(out.code, terminal).toBe(3);
+    const logFile = runLogPath(path.join(work, 'runs', runId));
+    expect(out.stdout).toContain(`of this run: ${logFile}`);
+    expect(out.stdout).toMatch(/\n {2}catm {9}completed\n/);
+    expect(out.stdout).toMatch(/\n {2}environment {2}failed: [^\n]*acme\/widgets[^\n]*\n/);
+    expect(out.stdout).toContain('  evaluation   skipped: needs environment, which failed');
+    // One line per failure, each hint once, and no SDK dumps (task tokens, stack frames) on the terminal.
+    expect(terminal.split('environment.repoSource').length - 1).toBe(1);
+    expect(terminal).not.toMatch(/taskToken|\n\s+at .+:\d+:\d+/);
+    // The log file has the SDK's own lines (the in-process worker's) and the failure's full message.
+    expect(existsSync(logFile)).toBe(true);
+    const log = readFileSync(logFile, 'utf8');
+    expect(log).toMatch(/\[(INFO|WARN)\] /);
+    expect(log).toContain('stage environment failed:');
+
+    const { client, close } = await testClient();
+    try {
+      const handle = client.workflow.getHandle(`${runId}/pipeline`);
+      expect((await handle.describe()).status.name).toBe('FAILED');
+      const { result, failed } = await pipelineOutcome(handle);
+      expect(failed).toBe(true);
+      expect(result.outcomes.map((o) => `${o.stage}:${o.status}`)).toEqual(['catm:completed', 'environment:failed', 'evaluation:skipped']);
+      expect(result.catm).not.toBeNull();
+    } finally {
+      await close();
+    }
+  });
+});
