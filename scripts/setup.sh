@@ -44,10 +44,10 @@ fi
 # The pinned Temporal CLI (built with Go on first use).
 bash scripts/ensure-temporal.sh >/dev/null
 
-# The pinned SeaweedFS (`weed`), the S3-compatible server the s3:// artifact-store tests run against (built with
-# Go on first use: about 16 minutes on 2 busy cores; a user who never runs the tests can skip it with
-# CODEGREP_SKIP_SEAWEEDFS=1).
-if [[ "${CODEGREP_SKIP_SEAWEEDFS:-}" != 1 ]]; then bash scripts/ensure-seaweedfs.sh >/dev/null; fi
+# The pinned SeaweedFS (`weed`), the S3-compatible server the s3:// artifact-store tests run against. Built with
+# Go on first use (about 16 minutes on 2 busy cores), so only where the tests need it: `npm test` (scripts/test.sh)
+# and `.ci/run` set CODEGREP_WITH_SEAWEEDFS=1; the demo and a worker never wait for it.
+if [[ "${CODEGREP_WITH_SEAWEEDFS:-}" == 1 ]]; then bash scripts/ensure-seaweedfs.sh >/dev/null; fi
 
 # Python venv (trainer, BM25 reference).
 if [[ -f scripts/setup-python.sh ]]; then bash scripts/setup-python.sh; fi

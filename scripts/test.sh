@@ -5,7 +5,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh || exit 1
+CODEGREP_WITH_SEAWEEDFS=1 bash scripts/setup.sh || exit 1
 results="$(mktemp -d)"
 status=0
 
