@@ -10,9 +10,11 @@
  *
  * Real parts only: the real dev server, real worker processes, real git and Parquet; the LLM endpoint is the
  * scripted one (test/support/scripted-openai-server.ts). Stages covered: catm (LLM judge), environment,
- * evaluation (BM25 and a scripted agentic retriever). Not yet covered: training and downstream (see BENCHMARKS.md).
+ * evaluation (BM25 and a scripted agentic retriever), downstream (the scripted frozen agent on the acme/calc
+ * fixture, real pytest), training (the real trainer on the CPU with a tiny random model, a smoke run: the GPU
+ * worker is killed too).
  */
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -21,9 +23,10 @@ import { Client, Connection } from '@temporalio/client';
 import { portIsFree, startDevServer } from '../cli/dev-server';
 import { readParquetObjects } from '../lib/artifacts';
 import { buildFixtureRepo } from '../test/support/fixture-repos';
-import { sharedData } from '../test/support/repo-root';
+import { repoRoot, sharedData } from '../test/support/repo-root';
 import { reply, startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../test/support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
+import { agentScript, buildCalcFixture, pythonWithPytest } from '../test/integration/downstream-fixture';
 
 type Row = Record<string, unknown>;
 
@@ -41,10 +44,15 @@ interface Scenario {
   llm: ScriptedOpenAiServer | null;
   /** Everything the run writes outside its folder that must go between runs (caches of worktrees). */
   extraDirs?: string[];
+  /** Files named per attempt (a trainer attempt's own stdout/stderr): left out of the comparison, by design. */
+  perAttempt?: RegExp;
   /** A folder of append-only journal files named per attempt (and pid): compared as one set of lines. */
   journalDir?: string;
-  /** JSON fields that report the recovery itself (e.g. judgements resumed from the journal): they differ by design after a kill. */
-  resumeReported?: { file: string; keys: string[] };
+  /**
+   * JSON fields that report the recovery itself (judgements resumed from the journal, the activity attempt that
+   * wrote a run record): they differ by design after a kill. `file` matches the artifact (its manifest too).
+   */
+  resumeReported?: { file: RegExp; keys: string[] };
 }
 
 /** `<artifact>.tmp-<pid>-<hex>`: the temp file of an atomic write (lib/artifacts/atomic-write.ts) whose writer was killed. */
@@ -57,10 +65,10 @@ const flag = (name: string, fallback: number) => {
 };
 const TRIALS = flag('trials', 10);
 const SEED = flag('seed', 1);
-const ALL = ['catm', 'environment', 'evaluation'];
+const ALL = ['catm', 'environment', 'evaluation', 'training', 'downstream'];
 const flagValues = new Set(['--trials', '--seed'].flatMap((f) => (args.indexOf(f) >= 0 ? [args[args.indexOf(f) + 1]] : [])));
 const chosen = args.filter((a) => !a.startsWith('--') && !flagValues.has(a));
-for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: unknown stage "${stage}" (known: ${ALL.join(', ')}; training and downstream are not covered yet)`);
+for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: unknown stage "${stage}" (known: ${ALL.join(', ')})`);
 const stages = chosen.length > 0 ? chosen : ALL;
 
 let seed = SEED >>> 0;
@@ -83,6 +91,10 @@ const serverDir = path.join(work, 'temporal');
 let port = 0;
 let serverPid: number | null = null;
 let worker: ChildProcess | null = null;
+/** The GPU worker (workers/gpu.ts), started only for the training stage; killed with the CPU worker. */
+let gpuWorker: ChildProcess | null = null;
+const gpuTaskQueue = `chaos-gpu-${process.pid}`;
+const gpuEnv = { OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', TOKENIZERS_PARALLELISM: 'false', CODEGREP_SHUTDOWN_GRACE_MS: '2000', CODEGREP_GPU_TASK_QUEUE: gpuTaskQueue };
 
 async function startServer(): Promise<void> {
   const server = await startDevServer({ dataDir: serverDir, port, ui: false });
@@ -106,6 +118,23 @@ async function startWorker(): Promise<void> {
   worker = await spawnWorkerAt(address(), taskQueue, { CODEGREP_SHUTDOWN_GRACE_MS: '1000' });
   worker.stdout?.resume();
   worker.stderr?.resume();
+}
+
+async function startGpuWorker(): Promise<void> {
+  gpuWorker = await spawnWorkerAt(address(), taskQueue, gpuEnv, 'workers/gpu.ts');
+  gpuWorker.stdout?.resume();
+  gpuWorker.stderr?.resume();
+}
+
+/** A trainer orphaned by a killed GPU worker runs in its own process group; the next attempt reaps it, and so does this at the end. */
+function killOrphanedTrainer(): void {
+  const pidFile = path.join(runDir, 'training', 'trainer.pid.json');
+  if (!existsSync(pidFile)) return;
+  try {
+    process.kill(-(JSON.parse(readFileSync(pidFile, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }
 
 async function withClient<T>(use: (client: Client) => Promise<T>): Promise<T> {
@@ -143,12 +172,16 @@ async function contentOf(file: string): Promise<unknown> {
   if (file.endsWith('.parquet')) return (await readParquetObjects(file)).map((r) => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Row);
   if (file.endsWith('.json')) return JSON.parse(readFileSync(file, 'utf8'));
   if (file.endsWith('.jsonl')) return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-  return readFileSync(file, 'utf8');
+  return readFileSync(file, 'utf8').split('\n'); // a text report: compared line by line
 }
 
 /** Drops, at every depth, the fields whose values differ between the two references (varying by design). */
 function stable(value: unknown, refA: unknown, refB: unknown): unknown {
-  if (Array.isArray(value) && Array.isArray(refA) && Array.isArray(refB)) return value.map((v, i) => stable(v, refA[i], refB[i]));
+  if (Array.isArray(value) && Array.isArray(refA) && Array.isArray(refB)) {
+    // An element (a report's line, a list's number) that differs between the references is left out.
+    const varies = (i: number) => typeof refA[i] !== 'object' && JSON.stringify(refA[i]) !== JSON.stringify(refB[i]);
+    return value.flatMap((v, i) => (varies(i) ? [] : [stable(v, refA[i], refB[i])]));
+  }
   if (value && typeof value === 'object' && refA && typeof refA === 'object' && refB && typeof refB === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
@@ -199,6 +232,30 @@ function dropKeys(value: unknown, keys: string[]): unknown {
   return copy;
 }
 
+/** For a differing table: the first rows whose fields (minus those that vary between the references) differ, field by field. */
+async function fieldDiffs(trialFile: string, refAFile: string, refBFile: string): Promise<unknown[]> {
+  if (!/\.(parquet|json|jsonl|md|html)$/.test(trialFile)) return [];
+  const [ct, ca, cb] = await Promise.all([trialFile, refAFile, refBFile].map((f) => (existsSync(f) ? contentOf(f) : Promise.resolve(null))));
+  const rows = (v: unknown) => (Array.isArray(v) ? v : [v]) as unknown[];
+  const [t, a, b] = [rows(ct), rows(ca), rows(cb)];
+  const out: unknown[] = [];
+  for (let i = 0; i < Math.max(t.length, a.length) && out.length < 5; i++) {
+    const [st, sa] = [stable(t[i], a[i], b[i]), stable(a[i], a[i], b[i])];
+    if (JSON.stringify(st) === JSON.stringify(sa)) continue;
+    if (typeof st !== 'object' || st === null) {
+      out.push({ row: i, trial: st, reference: sa });
+      continue;
+    }
+    const fields: Record<string, unknown> = {};
+    for (const k of new Set([...Object.keys((st ?? {}) as Row), ...Object.keys((sa ?? {}) as Row)])) {
+      const [x, y] = [((st ?? {}) as Row)[k], ((sa ?? {}) as Row)[k]];
+      if (JSON.stringify(x) !== JSON.stringify(y)) fields[k] = { trial: x, reference: y };
+    }
+    out.push({ row: i, fields });
+  }
+  return out;
+}
+
 async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB: Snapshot) {
   let identical = 0;
   let sameByRows = 0;
@@ -213,10 +270,12 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     if (!journalSame) differing.push(`${journal}/ (journal lines)`);
   }
   const differsOnlyByResume: string[] = [];
+  const rowDiffs: Record<string, unknown[]> = {};
   for (const file of refA.files) {
     if (journal && file.startsWith(`${journal}/`)) continue;
-    if (resume && (file === resume.file || file === `${resume.file}.manifest.json`)) {
-      const isManifest = file !== resume.file;
+    if (scenario.perAttempt?.test(file)) continue;
+    if (resume && resume.file.test(file.replace(/\.manifest\.json$/, ''))) {
+      const isManifest = file.endsWith('.manifest.json');
       const keys = isManifest ? ['sha256', 'bytes'] : resume.keys;
       const inTrial = path.join(trial.dir, file);
       if (!existsSync(inTrial)) {
@@ -249,11 +308,12 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
       }
     }
     differing.push(file);
+    rowDiffs[file] = await fieldDiffs(inTrial, path.join(refA.dir, file), path.join(refB.dir, file));
   }
-  const unexpected = trial.files.filter((f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)));
+  const unexpected = trial.files.filter((f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f));
   const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
   const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
-  return { artifacts: refA.files.length, identical, sameByRows, differsOnlyByResume, byDesign, differing, extra, leftoverTemps, journalSame };
+  return { artifacts: refA.files.length, identical, sameByRows, differsOnlyByResume, byDesign, differing, rowDiffs, extra, leftoverTemps, journalSame };
 }
 
 async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
@@ -267,6 +327,7 @@ async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
 // ---- one run ----------------------------------------------------------------------------------------------
 
 function resetRun(scenario: Scenario): void {
+  killOrphanedTrainer();
   rmSync(runDir, { recursive: true, force: true });
   for (const dir of scenario.extraDirs ?? []) rmSync(dir, { recursive: true, force: true });
   scenario.prepare?.();
@@ -286,6 +347,7 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
     const closed = await withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING');
     if (!closed) {
       await killWorkerProcess(worker!);
+      if (gpuWorker) await killWorkerProcess(gpuWorker);
       kills += 1;
       if (chaos.killServer) {
         await killServer();
@@ -293,6 +355,7 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
         await startServer();
       }
       await startWorker();
+      if (gpuWorker) await startGpuWorker();
     }
   }
   const status = await withClient(async (client) => {
@@ -334,7 +397,7 @@ async function scenarios(): Promise<Scenario[]> {
       items: { file: 'catm/judgements.parquet', key: (r) => `${String(r.trajectoryId)}\u0000${String(r.path)}` },
       llm,
       journalDir: 'judge-shards',
-      resumeReported: { file: 'summary.json', keys: ['judge.resumed'] },
+      resumeReported: { file: /^summary\.json$/, keys: ['judge.resumed'] },
     });
   }
   const environmentInput = {
@@ -399,6 +462,93 @@ async function scenarios(): Promise<Scenario[]> {
       for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
     };
   }
+  if (stages.includes('training')) {
+    // As test/integration/training.test.ts: the real trainer on the CPU, a tiny randomly initialised Qwen3-shaped
+    // model (a smoke run: it cannot learn), group 2, one prompt per step, a checkpoint every step.
+    const modelDir = path.join(work, 'tiny-model');
+    execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+    const saved = path.join(work, 'environment-for-training');
+    const scenario: Scenario & { setup?: () => Promise<void> } = {
+      stage: 'training',
+      workflow: 'training',
+      input: {
+        ...environmentInput,
+        stages: ['training'],
+        artifacts: { samples: null }, // set by setup: the environment stage's samples
+        temporal: { activityTimeouts: { training: { heartbeatMs: 4_000 } } },
+        training: {
+          modelDir,
+          smokeRun: true,
+          recipe: 'v3',
+          steps: 4,
+          segmentSteps: 4,
+          groupSize: 2,
+          batchSize: 1,
+          checkpointEvery: 1,
+          keepCheckpoints: 20,
+          limits: { maxTurns: 1, maxNewTokens: 8, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
+          lora: { r: 4, alpha: 8 },
+          lr: 1e-3,
+          warmupRatio: 0,
+          trainer: { generator: 'hf', micro_batch_tokens: 8192 },
+          gpuTaskQueue,
+          stopGraceMs: 20_000,
+          progressEveryMs: 300,
+        },
+      },
+      artifactDir: 'training',
+      items: { file: 'training/metrics.parquet', key: (r) => String(r.step) },
+      llm: null,
+      // Each trainer attempt's own stdout/stderr (segments/segment-<n>/attempt-<m>.*): a kill adds an attempt.
+      perAttempt: /^segments\//,
+      prepare: () => {
+        if (!existsSync(saved)) throw new Error('chaos: the training scenario needs its environment run first');
+        cpSync(saved, runDir, { recursive: true });
+      },
+    };
+    scenario.setup = async () => {
+      rmSync(runDir, { recursive: true, force: true });
+      const result = (await withClient((client) => client.workflow.execute('pipeline', { taskQueue, workflowId: `${RUN_ID}/setup-training-environment`, args: [environmentInput] }))) as { environment: { samples: unknown } };
+      (scenario.input.artifacts as Record<string, unknown>).samples = result.environment.samples;
+      mkdirSync(saved, { recursive: true });
+      for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
+      if (!gpuWorker) await startGpuWorker();
+    };
+    out.push(scenario);
+  }
+  if (stages.includes('downstream')) {
+    // The downstream integration tests' world (test/integration/downstream-fixture.ts): acme/calc with three
+    // bugs, two configurations (no injection, oracle files), so 6 (configuration, instance) pairs, one at a time.
+    const calc = buildCalcFixture(path.join(work, 'downstream-fixture'));
+    const llm = await startScriptedOpenAiServer({ script: agentScript(150) });
+    out.push({
+      stage: 'downstream',
+      workflow: 'downstream',
+      input: {
+        runId: RUN_ID,
+        dataDir,
+        inputs: { trajectories: calc.trajectoriesPath, instances: calc.instancesPath },
+        environment: { repoSource: { kind: 'mirror-dir', dir: calc.mirrors } },
+        temporal: { activityTimeouts: { downstream: { heartbeatMs: 3_000 } } },
+        downstream: {
+          configurations: [
+            { name: 'baseline', source: 'none' },
+            { name: 'oracle', source: 'oracle' },
+          ],
+          baseline: 'baseline',
+          agent: { kind: 'builtin', baseUrl: llm.baseUrl, model: 'chaos-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
+          harness: { kind: 'local', interpreter: pythonWithPytest(), testRunner: 'pytest', timeoutMs: 120_000 },
+          runTimeoutMs: 180_000,
+          concurrency: 1,
+        },
+      },
+      artifactDir: 'downstream',
+      items: { file: 'downstream/runs.parquet', key: (r) => `${String(r.configuration)}/${String(r.instanceId)}` },
+      llm,
+      // A run record redone after the kill was written by a later attempt of its activity.
+      resumeReported: { file: /^runs\/[^/]+\/[^/]+\.json$/, keys: ['attempt'] },
+    });
+  }
   return out;
 }
 
@@ -461,6 +611,8 @@ async function main(): Promise<number> {
     }
   } finally {
     if (worker) await killWorkerProcess(worker);
+    if (gpuWorker) await killWorkerProcess(gpuWorker);
+    killOrphanedTrainer();
     await killServer();
     rmSync(work, { recursive: true, force: true });
   }
@@ -472,6 +624,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     void (async () => {
       if (worker) await killWorkerProcess(worker);
+      if (gpuWorker) await killWorkerProcess(gpuWorker);
+      killOrphanedTrainer();
       await killServer();
       rmSync(work, { recursive: true, force: true });
       process.exit(130);

@@ -20,7 +20,7 @@ export async function spawnWorkerAt(address: string, taskQueue: string, env: Rec
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes('codegrep worker:')) resolve();
+      if (/codegrep (gpu )?worker:/.test(output)) resolve(); // workers/cpu.ts or workers/gpu.ts
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
