@@ -222,6 +222,8 @@ function stripVolatile(line: unknown): unknown {
 }
 
 function dropKeys(value: unknown, keys: string[]): unknown {
+  if (Array.isArray(value)) return value.map((row) => dropKeys(row, keys)); // a table: the fields of every row
+  if (!value || typeof value !== 'object') return value;
   const copy = JSON.parse(JSON.stringify(value)) as Row;
   for (const key of keys) {
     const parts = key.split('.');
@@ -321,7 +323,10 @@ async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
   const keys = rows.map(scenario.items.key);
   const unique = new Set(keys);
   const lost = reference ? [...reference].filter((k) => !unique.has(k)).length : 0;
-  return { items: unique.size, duplicated: keys.length - unique.size, lost, keys: unique };
+  // Rows that say how they were made (a worktree `created`, `reused` or `repaired`): counted per status.
+  const byStatus: Record<string, number> = {};
+  for (const row of rows) if (typeof row.status === 'string') byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+  return { items: unique.size, duplicated: keys.length - unique.size, lost, keys: unique, byStatus };
 }
 
 // ---- one run ----------------------------------------------------------------------------------------------
@@ -415,6 +420,9 @@ async function scenarios(): Promise<Scenario[]> {
       artifactDir: 'environment',
       items: { file: 'environment/worktrees.parquet', key: (r) => `${String(r.repo)}@${String(r.commit)}` },
       llm: null,
+      // A worktree made before the kill is `reused` by the retry, a half-made one `repaired` (lib/worktrees/worktree.ts):
+      // the row reports the recovery; repo, commit, path, bytes and error must still match the reference.
+      resumeReported: { file: /^worktrees\.parquet$/, keys: ['status'] },
       extraDirs: [path.join(work, 'cache')],
     });
   }
@@ -591,7 +599,7 @@ async function main(): Promise<number> {
           status: run.status,
           ms: run.ms,
           artifacts,
-          items: items && { items: items.items, duplicated: items.duplicated, lost: items.lost },
+          items: items && { items: items.items, duplicated: items.duplicated, lost: items.lost, ...(Object.keys(items.byStatus).length > 0 ? { byStatus: items.byStatus } : {}) },
           requests: scenario.llm ? { trial: run.requests, reference: refRunA.requests, redone: run.requests - refRunA.requests } : null,
         };
         console.log(JSON.stringify(line));
