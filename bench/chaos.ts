@@ -178,6 +178,9 @@ async function contentOf(file: string): Promise<unknown> {
 /** Drops, at every depth, the fields whose values differ between the two references (varying by design). */
 function stable(value: unknown, refA: unknown, refB: unknown): unknown {
   if (Array.isArray(value) && Array.isArray(refA) && Array.isArray(refB)) {
+    // A list of names whose order differs between the references (PEFT writes `target_modules` from a Python set): a set.
+    const sorted = (list: unknown[]) => JSON.stringify(list.map((v) => JSON.stringify(v)).sort());
+    if (JSON.stringify(refA) !== JSON.stringify(refB) && sorted(refA) === sorted(refB)) return JSON.parse(sorted(value)) as unknown;
     // An element (a report's line, a list's number) that differs between the references is left out.
     const varies = (i: number) => typeof refA[i] !== 'object' && JSON.stringify(refA[i]) !== JSON.stringify(refB[i]);
     return value.flatMap((v, i) => (varies(i) ? [] : [stable(v, refA[i], refB[i])]));
@@ -288,7 +291,10 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
       if (JSON.stringify(stable(dropKeys(ct, keys), ca, cb)) === JSON.stringify(stable(dropKeys(ca, keys), ca, cb))) {
         if (sha256(inTrial) === sha256(path.join(refA.dir, file))) identical += 1;
         else differsOnlyByResume.push(file);
-      } else differing.push(file);
+      } else {
+        differing.push(file);
+        rowDiffs[file] = await fieldDiffs(inTrial, path.join(refA.dir, file), path.join(refB.dir, file));
+      }
       continue;
     }
     const inTrial = path.join(trial.dir, file);
