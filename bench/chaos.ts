@@ -515,8 +515,9 @@ async function scenarios(): Promise<Scenario[]> {
       llm: null,
       // Each trainer attempt's own stdout/stderr (segments/segment-<n>/attempt-<m>.*): a kill adds an attempt.
       perAttempt: /^segments\//,
-      // Every metrics row names the trainer attempt that recorded its step (> 1 for the steps redone after the kill).
-      resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt'] },
+      // Every metrics row names the trainer attempt that recorded its step (> 1 for the steps redone after the kill)
+      // and the line of that attempt's stdout it came from: both say where the row came from, not what it says.
+      resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt', 'line'] },
       prepare: () => {
         if (!existsSync(saved)) throw new Error('chaos: the training scenario needs its environment run first');
         cpSync(saved, runDir, { recursive: true });
