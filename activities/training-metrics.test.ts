@@ -14,6 +14,7 @@ import {
   newestPerStep,
   readSegmentLogRows,
   rolloutEngines,
+  segmentTrainerStarts,
   runMetricsRows,
   segmentDir,
   segmentMetricsPath,
@@ -185,6 +186,19 @@ describe('rolloutEngines', () => {
       'hf — auto: no CUDA device (cpu), so vLLM cannot run — 2 processes on cpu',
       'vllm — auto: CUDA device and vLLM 0.33.0 — 1 process on cuda',
     ]);
+  });
+});
+
+describe('segmentTrainerStarts', () => {
+  it("returns each attempt's start line, oldest first, so a retry that finds the segment done can report the model size", () => {
+    const start = (fields: Record<string, unknown>) =>
+      JSON.stringify({ event: 'start', step: 0, total_steps: 4, device: 'cpu', generator: 'hf', trainable_parameters: 1, instances: 2, ...fields }) + '\n';
+    mkdirSync(segmentDir(runDir, 3), { recursive: true });
+    writeFileSync(attemptFiles(segmentDir(runDir, 3), 1).stdout, start({ parameters: 103168 }));
+    writeFileSync(attemptFiles(segmentDir(runDir, 3), 2).stdout, 'not json\n' + start({ parameters: 103168, device: 'cuda' }));
+    const starts = segmentTrainerStarts(runDir, 3);
+    expect(starts.map((s) => [s.parameters, s.device])).toEqual([[103168, 'cpu'], [103168, 'cuda']]);
+    expect(segmentTrainerStarts(runDir, 4)).toEqual([]);
   });
 });
 

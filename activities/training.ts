@@ -31,6 +31,7 @@ import {
   readSegmentLogRows,
   segmentDir,
   segmentMetricsPath,
+  segmentTrainerStarts,
   stepRowFromLine,
   trainingLayout,
 } from './training-metrics';
@@ -186,7 +187,10 @@ async function runSegment(
     // A previous attempt got there (its result was lost with its worker): nothing to train.
     const { ref, rows } = await writeSegmentMetrics(input, resumedFrom);
     log.info('training: segment already done by an earlier attempt', { ...where, checkpointStep: resumedFrom });
-    return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: null, device: null, attempt: context.info.attempt });
+    // The earlier attempt's trainer said what it ran (model size, device) in its start line; report that rather
+    // than nothing, so a run whose last activity result was lost reports the same as one that was not.
+    const earlier = segmentTrainerStarts(input.runDir, input.segment).at(-1);
+    return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: earlier?.parameters ?? null, device: earlier?.device ?? null, attempt: context.info.attempt });
   }
 
   const loaded = await loadEnvSamples(input.samples.uri, training.recipe);
