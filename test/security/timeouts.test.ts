@@ -100,8 +100,15 @@ describe('finding 4: 200 concurrent calls', () => {
     recordAttack('all tools', 'abort of 200 concurrent calls', late.length === 0 ? 'contained' : 'escaped');
     expect(late).toEqual([]);
     const stillRunning = done.filter((d) => d.doneAt >= abortedAt);
-    expect(stillRunning.length).toBeGreaterThan(0);
-    for (const d of stillRunning) expect(d.result).toMatchObject({ status: 'error', message: expect.stringMatching(/cancelled/) });
+    const cancelled = stillRunning.filter((d) => d.result.status === 'error' && /cancelled/.test(d.result.message ?? ''));
+    expect(cancelled.length).toBeGreaterThan(0);
+    // A call whose program had already finished when the abort came may still settle `ok` just after it (its
+    // result was waiting on the event loop, more so on a busy machine); any other end after the abort is a
+    // cancellation.
+    for (const d of stillRunning) {
+      if (d.result.status === 'ok') expect(d.doneAt - abortedAt).toBeLessThanOrEqual(100);
+      else expect(d.result).toMatchObject({ status: 'error', message: expect.stringMatching(/cancelled/) });
+    }
     // The killed groups' permits come back once the kernel has reaped them.
     for (let waited = 0; subprocessSlots.inUse > 0 && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
     expect(subprocessSlots.inUse).toBe(0);
