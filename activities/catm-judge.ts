@@ -22,7 +22,7 @@ import {
   type Judgement,
 } from '../schemas/judge';
 import { MinedCandidateSchema, type MinedCandidate } from '../schemas/mining';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 
 async function* minedCandidates(uri: string): AsyncGenerator<MinedCandidate> {
   for await (const record of readRows(uri)) {

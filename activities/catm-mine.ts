@@ -10,7 +10,7 @@ import {
   MiningSummarySchema,
   minedCandidatesArrowSchema,
 } from '../schemas/mining';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 import { sourceRef } from './source-ref';
 
 const SUMMARY_SCHEMA = { name: 'catm.mining-summary', version: 1 } as const;

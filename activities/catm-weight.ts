@@ -18,7 +18,7 @@ import {
   type CatmLabel,
 } from '../schemas/samples';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 import { sourceRef } from './source-ref';
 
 const SUMMARY_SCHEMA = { name: 'catm.weight-summary', version: 1 } as const;

@@ -18,7 +18,7 @@ import { parseInstanceRecord, type FileChange } from '../schemas/instances';
 import { targetsFromFileChanges } from '../lib/patch/codescout-layout';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 import { sourceRef } from './source-ref';
 
 const execFileAsync = promisify(execFile);

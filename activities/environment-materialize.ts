@@ -14,7 +14,7 @@ import {
 } from '../schemas/environment';
 import { SampleSchema } from '../schemas/samples';
 import { REPO_SOURCE_CONFIG_KEY, WORKTREES_SCHEMA_NAME, WORKTREES_SCHEMA_VERSION, worktreesArrowSchema, type WorktreeRequest } from '../schemas/worktrees';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 
 /**
  * Environment stage (CodeGrep §3.3): one bare repository per repository and one git worktree per (repo,

@@ -14,7 +14,7 @@ import {
 } from '../schemas/evaluation';
 import { loadEvaluationInstances, shardFileName, shardOf, type EvaluationInstance } from './evaluation-instances';
 import { openPredictor } from './evaluation-retrievers';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 
 /** Runs `task` over `items` with at most `limit` in flight; results in input order; the first failure is rethrown once all started tasks settled. */
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {

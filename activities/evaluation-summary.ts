@@ -20,7 +20,7 @@ import {
   type SummarizeEvaluationInput,
   type SummarizeEvaluationOutput,
 } from '../schemas/evaluation';
-import { ProgressReporter } from './progress';
+import { ProgressReporter } from './kit';
 
 const ShardRowSchema = EvaluationPredictionSchema.extend(InstanceMetricsSchema.shape);
 type ShardRow = ReturnType<typeof ShardRowSchema.parse>;

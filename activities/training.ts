@@ -21,7 +21,7 @@ import {
   type TrainingProgress,
 } from '../schemas/training';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { activityClient } from './deps';
+import { activityClient } from './kit';
 import { environmentLimits, trainerArgs, trainerConfig } from './training-config';
 import {
   attemptFiles,

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import * as activities from '../activities';
-import { setActivityClient } from '../activities/deps';
+import { setActivityClient } from '../activities/kit';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 

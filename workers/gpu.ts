@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { setActivityClient } from '../activities/deps';
+import { setActivityClient } from '../activities/kit';
 import { trainSegment } from '../activities/training';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { StageProgress } from '../schemas/progress';
+import type { StageProgress } from '../../schemas/progress';
 
 /**
  * Reports an activity's progress as heartbeat details: a heartbeat on every call (cheap: the SDK throttles

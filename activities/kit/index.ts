@@ -1,0 +1,4 @@
+// The activity kit: what every activity shares. Activities import this folder and lib/, never each other.
+export { ProgressReporter } from './progress';
+export { configError, invalidInput, nonRetryable, rethrowAsFailure } from './failures';
+export { activityClient, setActivityClient } from './deps';
