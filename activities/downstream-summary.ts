@@ -1,17 +1,14 @@
-import { ApplicationFailure, log } from '@temporalio/activity';
+import { log } from '@temporalio/activity';
 import { hashConfig, writeBytesAtomically, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
-import { downstreamTable } from '../lib/downstream';
-import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, downstreamRunsArrowSchema, type DownstreamRunRow } from '../schemas/downstream';
-import {
-  DOWNSTREAM_TABLE_SCHEMA_NAME,
-  DOWNSTREAM_TABLE_SCHEMA_VERSION,
-  SummarizeDownstreamInputSchema,
-  type DownstreamSummaryOutput,
-  type SummarizeDownstreamInput,
-} from '../schemas/downstream-config';
-import { downstreamPaths } from './downstream-plan';
-import { countBy, downstreamReportBlocks, renderHtml, renderMarkdown } from './downstream-report';
-import { finishedRecord, loadPlan } from './downstream-run';
+import { downstreamPaths } from '../lib/downstream/layout';
+import { downstreamTable } from '../lib/downstream/metrics';
+import { countBy, downstreamReportBlocks } from '../lib/downstream/report';
+import { renderHtml, renderMarkdown } from '../lib/downstream/report-render';
+import { finishedRows, loadPlan } from '../lib/downstream/run-records';
+import { SummarizeDownstreamInputSchema, type DownstreamSummaryOutput, type SummarizeDownstreamInput } from '../schemas/downstream/activity-io';
+import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, downstreamRunsArrowSchema } from '../schemas/downstream/runs';
+import { DOWNSTREAM_TABLE_SCHEMA_NAME, DOWNSTREAM_TABLE_SCHEMA_VERSION } from '../schemas/downstream/table';
+import { invalidInput, rethrowAsFailure } from './kit';
 
 /**
  * The downstream stage's results from the run records of the plan: `downstream/runs.parquet` (one row per
@@ -21,26 +18,14 @@ import { finishedRecord, loadPlan } from './downstream-run';
  */
 export async function summarizeDownstream(rawInput: SummarizeDownstreamInput): Promise<DownstreamSummaryOutput> {
   const input = SummarizeDownstreamInputSchema.parse(rawInput);
-  const plan = await loadPlan(input.plan);
+  const plan = await loadPlan(input.plan).catch(rethrowAsFailure);
   const paths = downstreamPaths(input.runDir);
 
-  const rows: DownstreamRunRow[] = [];
-  const recordShas: string[] = [];
-  const missing: string[] = [];
-  for (const pair of plan.pairs) {
-    const finished = await finishedRecord(pair);
-    if (!finished) missing.push(`(${pair.configuration}, ${pair.instanceId})`);
-    else {
-      rows.push(finished.record.row);
-      recordShas.push(finished.ref.sha256);
-    }
-  }
+  const { rows, recordShas, missing } = await finishedRows(plan);
   if (missing.length > 0) {
-    throw ApplicationFailure.create({
-      type: 'InvalidInput',
-      nonRetryable: true,
-      message: `downstream summary: ${missing.length} of ${plan.pairs.length} runs have no finished record under ${paths.records}: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`,
-    });
+    throw invalidInput(
+      `downstream summary: ${missing.length} of ${plan.pairs.length} runs have no finished record under ${paths.records}: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`,
+    );
   }
 
   const configHash = hashConfig({ stage: 'downstream-summary', records: recordShas, baseline: plan.baseline, bootstrap: input.bootstrap });

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
-import { resolveDownstreamPaths } from './downstream-config';
+import { resolveDownstreamPaths } from '../lib/downstream/resolve-paths';
 import { resolveEvaluationPaths } from './evaluation-config';
 import type { ResolvedTrainingConfig } from '../schemas/training';
 import { resolveTrainingPaths } from './training-config';

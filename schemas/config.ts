@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DownstreamConfigSchema } from './downstream-config';
+import { DownstreamConfigSchema } from './downstream/config';
 import { EvaluationConfigSchema } from './evaluation';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 import { TrainingConfigSchema } from './training';

@@ -2,7 +2,7 @@ import { ActivityCancellationType, ApplicationFailure, continueAsNew, isCancella
 import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { DownstreamResult, RunDownstreamPairOutput } from '../schemas/downstream-config';
+import type { DownstreamResult, RunDownstreamPairOutput } from '../schemas/downstream';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
 

@@ -2,7 +2,7 @@ import { ChildWorkflowFailure, ApplicationFailure, executeChild, patched, proxyA
 import type * as activities from '../activities';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
-import type { DownstreamResult } from '../schemas/downstream-config';
+import type { DownstreamResult } from '../schemas/downstream';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
 import type { TrainingResult } from '../schemas/training';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
-import { DownstreamRunRecordSchema, type DownstreamResult } from '../../schemas/downstream-config';
+import { DownstreamRunRecordSchema, type DownstreamResult } from '../../schemas/downstream';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerProcess, testClient, uniqueTaskQueue } from '../support/temporal';
 import { agentScript, buildCalcFixture, pairKey, pythonWithPytest, type CalcFixture } from './downstream-fixture';

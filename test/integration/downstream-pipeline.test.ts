@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
-import { DownstreamRunRecordSchema } from '../../schemas/downstream-config';
+import { DownstreamRunRecordSchema } from '../../schemas/downstream';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';

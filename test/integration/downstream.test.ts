@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects, writeParquetArtifact } from '../../lib/artifacts';
 import { AGENT_PREDICTIONS_SCHEMA_NAME, AGENT_PREDICTIONS_SCHEMA_VERSION, agentPredictionsArrowSchema } from '../../schemas/agent';
-import { DownstreamRunRecordSchema, type DownstreamResult } from '../../schemas/downstream-config';
+import { DownstreamRunRecordSchema, type DownstreamResult } from '../../schemas/downstream';
 import type { WorkflowProgress } from '../../schemas/progress';
 import { git } from '../support/fixture-repos';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';

@@ -1,13 +1,14 @@
-import { formatDownstreamTable, formatTokens } from '../lib/downstream';
-import type { DownstreamRunRow, DownstreamTable, Interval, PairedEfficiency } from '../schemas/downstream';
-import type { DownstreamPlan } from '../schemas/downstream-config';
+import { decimal1, percent1 } from '../reports/format';
+import type { DownstreamPlan } from '../../schemas/downstream/plan';
+import type { DownstreamRunRow } from '../../schemas/downstream/runs';
+import type { DownstreamTable, Interval, PairedEfficiency } from '../../schemas/downstream/table';
+import { formatDownstreamTable, formatTokens } from './metrics';
 
 /**
- * The downstream stage's report (CodeGrep Table 3 and §5.3's paired reading) as Markdown and as a
- * self-contained HTML section (inline style, no script, nothing fetched), both rendered from one list of
- * blocks so they always say the same thing. Pure: no I/O.
+ * The downstream stage's report (CodeGrep Table 3 and §5.3's paired reading) as a list of blocks, which
+ * report-render.ts turns into Markdown and into a self-contained HTML section, so both always say the same thing.
  */
-type Block =
+export type ReportBlock =
   | { kind: 'heading'; text: string }
   | { kind: 'paragraph'; text: string }
   | { kind: 'list'; items: string[] }
@@ -24,8 +25,6 @@ export interface DownstreamReportInput {
 const OUTCOMES = ['resolved', 'unresolved', 'patch_failed', 'timeout', 'error'] as const;
 const MAX_ERRORS_LISTED = 30;
 
-const percent = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
-const fixed = (v: number | null) => (v === null ? '–' : v.toFixed(1));
 const signedPercent = (v: number | null) => (v === null ? '–' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`);
 const ci = (interval: Interval | null, format: (v: number) => string) => (interval ? ` [${format(interval.low)}, ${format(interval.high)}]` : '');
 
@@ -62,9 +61,9 @@ function pairedSentence(name: string, baseline: string, n: number, rounds: Paire
   return `${name} vs ${baseline}: on the ${n} instance(s) both resolve, rounds ${change(rounds, (v) => v.toFixed(1))} and tokens ${change(tokens, formatTokens)}.`;
 }
 
-export function downstreamReportBlocks(input: DownstreamReportInput): Block[] {
+export function downstreamReportBlocks(input: DownstreamReportInput): ReportBlock[] {
   const { plan, table, rows, bootstrap } = input;
-  const blocks: Block[] = [];
+  const blocks: ReportBlock[] = [];
   const instances = plan.instances.length;
   blocks.push({
     kind: 'paragraph',
@@ -93,10 +92,10 @@ export function downstreamReportBlocks(input: DownstreamReportInput): Block[] {
     rows: table.rows.map((row) => [
       row.configuration,
       `${row.resolved} / ${row.instances}`,
-      `${percent(row.resolveRate)}${ci(row.resolveRateInterval, (v) => percent(v))}`,
-      `${fixed(row.resolvedRounds.mean)}${ci(row.resolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.resolvedRounds.n})`,
+      `${percent1(row.resolveRate)}${ci(row.resolveRateInterval, (v) => percent1(v))}`,
+      `${decimal1(row.resolvedRounds.mean)}${ci(row.resolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.resolvedRounds.n})`,
       `${formatTokens(row.resolvedTokens.mean)}${ci(row.resolvedTokens.interval, formatTokens)} (n ${row.resolvedTokens.n})`,
-      `${fixed(row.unresolvedRounds.mean)}${ci(row.unresolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.unresolvedRounds.n})`,
+      `${decimal1(row.unresolvedRounds.mean)}${ci(row.unresolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.unresolvedRounds.n})`,
     ]),
   });
 
@@ -174,88 +173,4 @@ export function downstreamReportBlocks(input: DownstreamReportInput): Block[] {
     blocks.push({ kind: 'list', items: plan.invalidInstances.slice(0, MAX_ERRORS_LISTED) });
   }
   return blocks;
-}
-
-const TITLE = 'Downstream injection';
-
-function markdownCell(text: string): string {
-  return text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
-}
-
-export function renderMarkdown(blocks: readonly Block[]): string {
-  const out: string[] = [`# ${TITLE}`, ''];
-  for (const block of blocks) {
-    switch (block.kind) {
-      case 'heading':
-        out.push(`## ${block.text}`, '');
-        break;
-      case 'paragraph':
-        out.push(block.text, '');
-        break;
-      case 'list':
-        out.push(...block.items.map((item) => `- ${item.replace(/\r?\n/g, ' ')}`), '');
-        break;
-      case 'table':
-        out.push(`| ${block.header.map(markdownCell).join(' | ')} |`, `|${' --- |'.repeat(block.header.length)}`);
-        out.push(...block.rows.map((row) => `| ${row.map(markdownCell).join(' | ')} |`), '');
-        break;
-    }
-  }
-  return `${out.join('\n').trimEnd()}\n`;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
-
-const STYLE = `
-  body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #1f2328; }
-  section.codegrep-stage h1 { font-size: 1.5rem; margin: 0 0 .75rem; }
-  section.codegrep-stage h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; border-bottom: 1px solid #d0d7de; padding-bottom: .2rem; }
-  section.codegrep-stage table { border-collapse: collapse; margin: .5rem 0; font-variant-numeric: tabular-nums; }
-  section.codegrep-stage th, section.codegrep-stage td { border: 1px solid #d0d7de; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-  section.codegrep-stage th { background: #f6f8fa; }
-  section.codegrep-stage tbody tr:nth-child(even) { background: #fbfcfd; }
-  section.codegrep-stage p, section.codegrep-stage li { max-width: 70rem; }
-`;
-
-/** A whole HTML document holding one `<section id="downstream">`, readable on its own or lifted into a bigger report. */
-export function renderHtml(blocks: readonly Block[]): string {
-  const body: string[] = [`<h1>${TITLE}</h1>`];
-  for (const block of blocks) {
-    switch (block.kind) {
-      case 'heading':
-        body.push(`<h2>${escapeHtml(block.text)}</h2>`);
-        break;
-      case 'paragraph':
-        body.push(`<p>${escapeHtml(block.text)}</p>`);
-        break;
-      case 'list':
-        body.push(`<ul>${block.items.map((item) => `<li>${escapeHtml(item)}</li>`).join('')}</ul>`);
-        break;
-      case 'table':
-        body.push(
-          `<table><thead><tr>${block.header.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>` +
-            block.rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(cell)}</td>`).join('')}</tr>`).join('') +
-            `</tbody></table>`,
-        );
-        break;
-    }
-  }
-  return [
-    '<!doctype html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
-    `<title>codegrep — ${TITLE}</title>`,
-    `<style>${STYLE}</style>`,
-    '</head>',
-    '<body>',
-    `<section class="codegrep-stage" id="downstream">`,
-    ...body,
-    '</section>',
-    '</body>',
-    '</html>',
-    '',
-  ].join('\n');
 }

@@ -2,16 +2,10 @@ import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readParquetObjects, readParquetTable, writeParquetArtifact } from '../lib/artifacts';
-import {
-  DOWNSTREAM_RUNS_SCHEMA_NAME,
-  DOWNSTREAM_RUNS_SCHEMA_VERSION,
-  DownstreamInstanceSchema,
-  DownstreamRunRowSchema,
-  InjectionConfigurationSchema,
-  downstreamRunsArrowSchema,
-  type DownstreamRunRow,
-} from './downstream';
+import { readParquetObjects, readParquetTable, writeParquetArtifact } from '../../lib/artifacts';
+import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, DownstreamRunRowSchema, downstreamRunsArrowSchema, type DownstreamRunRow } from './runs';
+import { InjectionConfigurationSchema } from './injection';
+import { DownstreamInstanceSchema } from './instance';
 
 const rows: DownstreamRunRow[] = [
   { configuration: 'baseline', instanceId: 'django__django-15278', resolved: false, outcome: 'unresolved', rounds: 74, inputTokens: 3_071_000, outputTokens: 21_500, patchBytes: 1893, endReason: 'round_limit', error: null },

@@ -1,0 +1,52 @@
+import type { DownstreamAgentConfig, DownstreamHarnessConfig } from '../../schemas/downstream/config';
+import type { DownstreamAgent } from './agent';
+import { createBuiltinAgent } from './builtin-agent';
+import type { Harness } from './harness';
+import { createLocalHarness } from './local-harness';
+import { createOpenHandsAdapter } from './openhands-adapter';
+import type { RunWorktreeFactory } from './run-worktree';
+import { createSweBenchHarness } from './swebench-adapter';
+
+/** The agent the `downstream.agent` section describes; the API key is read from the environment here, never from config. */
+export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent {
+  if (config.kind === 'builtin') {
+    const apiKey = process.env[config.apiKeyEnv];
+    return createBuiltinAgent({
+      endpoint: { baseUrl: config.baseUrl, model: config.model, ...(apiKey ? { apiKey } : {}) },
+      maxRounds: config.maxRounds,
+      temperature: config.temperature,
+      ...(config.maxTokensPerCall === undefined ? {} : { maxTokensPerCall: config.maxTokensPerCall }),
+      retry: { maxAttempts: config.maxAttempts, timeoutMs: config.callTimeoutMs },
+    });
+  }
+  return createOpenHandsAdapter({
+    command: config.command,
+    timeoutMs: config.timeoutMs,
+    ...(config.outputFile ? { outputFile: config.outputFile } : {}),
+    ...(config.env ? { env: config.env } : {}),
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+  });
+}
+
+/**
+ * The harness the `downstream.harness` section describes. The local harness checks patches out through
+ * `worktrees`; the SWE-bench one writes its predictions and reports under `swebenchDir`.
+ */
+export function harnessFromConfig(config: DownstreamHarnessConfig, worktrees: RunWorktreeFactory, swebenchDir: string): Harness {
+  if (config.kind === 'local') {
+    return createLocalHarness({
+      worktrees,
+      interpreter: config.interpreter,
+      testRunner: config.testRunner,
+      timeoutMs: config.timeoutMs,
+      ...(config.env ? { env: config.env } : {}),
+    });
+  }
+  return createSweBenchHarness({
+    command: config.command,
+    workDir: swebenchDir,
+    timeoutMs: config.timeoutMs,
+    ...(config.modelName ? { modelName: config.modelName } : {}),
+    ...(config.env ? { env: config.env } : {}),
+  });
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { HarnessOutcomeSchema, TestStatusSchema } from './outcomes';
+import { DownstreamRunRowSchema } from './runs';
+
+// `downstream/runs/<configuration>/<instance>.json`: the durable truth of one run, which a retry or a rerun reuses.
+
+export const DOWNSTREAM_RUN_RECORD_SCHEMA_NAME = 'downstream.run-record';
+export const DOWNSTREAM_RUN_RECORD_SCHEMA_VERSION = 1;
+
+/** One agent action, for action-level case studies (CodeGrep App. F, Table 8). */
+export const DownstreamActionSchema = z.object({
+  round: z.number().int().positive(),
+  tool: z.string(),
+  /** The editor command, or the terminal command line (cut to 200 characters). */
+  command: z.string().nullable(),
+  path: z.string().nullable(),
+});
+export type DownstreamAction = z.infer<typeof DownstreamActionSchema>;
+
+export const DownstreamRunRecordSchema = z.object({
+  row: DownstreamRunRowSchema,
+  runHash: z.string(),
+  injection: z
+    .object({
+      files: z.array(z.string()),
+      dropped: z.array(z.object({ path: z.string(), reason: z.string() })),
+      /** Predictions configurations: whether the retriever had a row for the instance. */
+      hadPrediction: z.boolean().nullable(),
+    })
+    .nullable(),
+  patch: z.string(),
+  actions: z.array(DownstreamActionSchema),
+  harness: z
+    .object({
+      outcome: HarnessOutcomeSchema,
+      failToPass: z.array(TestStatusSchema),
+      passToPass: z.array(TestStatusSchema),
+      /** The harness log's tail. */
+      log: z.string(),
+    })
+    .nullable(),
+  /** The full conversation, beside the record (`<record>.trajectory.json`); null when the agent gave none. */
+  trajectoryPath: z.string().nullable(),
+  startedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  /** Temporal attempt of the activity that produced it (> 1 after a retry). */
+  attempt: z.number().int().positive(),
+});
+export type DownstreamRunRecord = z.infer<typeof DownstreamRunRecordSchema>;
