@@ -1,15 +1,13 @@
-import { ActivityCancellationType, ApplicationFailure, continueAsNew, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { DownstreamResult, RunDownstreamPairOutput } from '../schemas/downstream';
+import type { DownstreamResult } from '../schemas/downstream/activity-io';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { downstreamActivities, requireDownstreamSection, resolveRates, runInLanes, runsFailed, runsProgress } from './downstream-helpers';
 import { StageTracker } from './stage-tracker';
 
 export const downstreamStages = ['plan', 'runs', 'summary'] as const;
-
-/** Time a run gets beyond `downstream.runTimeoutMs` to kill its processes, remove its checkouts and write its record. */
-const RUN_CLEANUP_GRACE_MS = 2 * 60_000;
 
 export type DownstreamInput = PipelineConfigInput & {
   /** Predictions artifacts of the evaluation stage by configuration name (override the configurations' paths). */
@@ -30,24 +28,8 @@ export type DownstreamInput = PipelineConfigInput & {
 export async function downstream(input: DownstreamInput): Promise<DownstreamResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
   const config = await validateConfig(input);
-  const settings = config.downstream;
-  if (!settings) {
-    throw ApplicationFailure.create({
-      type: 'ConfigError',
-      nonRetryable: true,
-      message: 'invalid config workflow input:\n  downstream: required to run the downstream stage ({ configurations, baseline, agent, harness })',
-    });
-  }
-  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
-  const stageOptions = activityOptions('downstream', overrides);
-  const { planDownstream, summarizeDownstream } = proxyActivities<typeof activities>(stageOptions);
-  const { runDownstreamPair } = proxyActivities<typeof activities>({
-    ...stageOptions,
-    startToCloseTimeout: settings.runTimeoutMs + RUN_CLEANUP_GRACE_MS,
-    // A cancelled stage ends only once its runs have killed their agent and test processes and removed their checkouts.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
-
+  const settings = requireDownstreamSection(config);
+  const { planDownstream, runDownstreamPair, summarizeDownstream } = downstreamActivities(config.temporal.activityTimeouts as TimeoutOverrides, settings);
   const tracker = new StageTracker(config.runId, config.recipe, downstreamStages);
   const common = { runId: config.runId, runDir: config.runDir };
 
@@ -58,67 +40,28 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
     instancesFile: settings.instancesFile ?? config.inputs.instances,
     predictions: input.artifacts?.predictions ?? {},
   });
-  tracker.finish('plan', 'completed', `${planned.total} runs (${planned.instances} instances), ${planned.finished} finished before${planned.warnings.length > 0 ? `; ${planned.warnings.join('; ')}` : ''}`);
+  const warnings = planned.warnings.length > 0 ? `; ${planned.warnings.join('; ')}` : '';
+  tracker.finish('plan', 'completed', `${planned.total} runs (${planned.instances} instances), ${planned.finished} finished before${warnings}`);
 
   tracker.start('runs');
-  const { configurations, instanceIds, pairs } = planned.pending;
-  const queue = [...pairs];
-  const failures: string[] = [];
-  let ran = 0;
-  let resolved = 0;
-  // Progress is counted here, as pairs finish (no signals: see the history bound above).
-  const showProgress = () => tracker.progress({ stage: 'runs', done: planned.finished + ran + failures.length, total: planned.total, unit: 'runs', counts: { resolved } });
-  showProgress();
-  const lane = async () => {
-    // Stop taking new pairs when the history grows long; the continued run plans again and gets only the rest.
-    while (queue.length > 0 && !workflowInfo().continueAsNewSuggested) {
-      const [c, i] = queue.shift()!;
-      const configuration = configurations[c]!;
-      const instanceId = instanceIds[i]!;
-      let result: RunDownstreamPairOutput;
-      try {
-        result = await runDownstreamPair({
-          ...common,
-          plan: planned.plan,
-          configuration,
-          instanceId,
-          agent: settings.agent,
-          harness: settings.harness,
-          checkouts: { repoSource: config.environment.repoSource, cacheDir: config.environment.cacheDir },
-          runTimeoutMs: settings.runTimeoutMs,
-        });
-      } catch (error) {
-        if (isCancellation(error)) throw error;
-        // One pair that cannot be run must not stop the others; the stage fails at the end, naming it.
-        failures.push(`(${configuration}, ${instanceId}): ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
-        showProgress();
-        continue;
-      }
-      ran += 1;
-      if (result.row.resolved) resolved += 1;
-      showProgress();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, queue.length)) }, lane));
-
-  if (failures.length > 0) {
-    tracker.finish('runs', 'failed', `${failures.length} run(s) failed`);
-    throw ApplicationFailure.create({
-      type: 'DownstreamRunsFailed',
-      nonRetryable: true,
-      message: `${failures.length} of ${planned.total} downstream runs could not be run (the others are kept; starting the stage again runs only the missing ones): ${failures.slice(0, 5).join('; ')}${failures.length > 5 ? '; …' : ''}`,
-    });
+  const checkouts = { repoSource: config.environment.repoSource, cacheDir: config.environment.cacheDir };
+  const runs = await runInLanes(
+    planned.pending,
+    settings.concurrency,
+    (configuration, instanceId) =>
+      runDownstreamPair({ ...common, plan: planned.plan, configuration, instanceId, agent: settings.agent, harness: settings.harness, checkouts, runTimeoutMs: settings.runTimeoutMs }),
+    (counts) => tracker.progress(runsProgress(planned.finished, planned.total, counts)),
+  );
+  if (runs.failures.length > 0) {
+    tracker.finish('runs', 'failed', `${runs.failures.length} run(s) failed`);
+    throw runsFailed(runs.failures, planned.total);
   }
-  if (queue.length > 0) await continueAsNew<typeof downstream>(input);
-  tracker.finish('runs', 'completed', `${ran} run now (${resolved} resolved), ${planned.finished} reused`);
+  if (runs.left > 0) await continueAsNew<typeof downstream>(input);
+  tracker.finish('runs', 'completed', `${runs.ran} run now (${runs.resolved} resolved), ${planned.finished} reused`);
 
   tracker.start('summary');
   const summary = await summarizeDownstream({ ...common, plan: planned.plan, bootstrap: settings.bootstrap });
-  tracker.finish(
-    'summary',
-    'completed',
-    summary.tableValues.rows.map((row) => `${row.configuration} ${row.resolveRate === null ? '–' : `${(row.resolveRate * 100).toFixed(1)}%`}`).join(', '),
-  );
+  tracker.finish('summary', 'completed', resolveRates(summary));
   tracker.complete();
-  return { ...summary, plan: planned.plan, pairs: planned.total, ran, reusedBeforeStart: planned.finished };
+  return { ...summary, plan: planned.plan, pairs: planned.total, ran: runs.ran, reusedBeforeStart: planned.finished };
 }
