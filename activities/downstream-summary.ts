@@ -3,7 +3,7 @@ import { hashConfig, writeBytesAtomically, writeJsonArtifact, writeParquetArtifa
 import { downstreamPaths } from '../lib/downstream/layout';
 import { downstreamTable } from '../lib/downstream/metrics';
 import { countBy, downstreamReportBlocks } from '../lib/downstream/report';
-import { renderHtml, renderMarkdown } from '../lib/downstream/report-render';
+import { renderDownstreamHtml, renderDownstreamMarkdown } from '../lib/downstream/report-render';
 import { finishedRows, loadPlan } from '../lib/downstream/run-records';
 import { SummarizeDownstreamInputSchema, type DownstreamSummaryOutput, type SummarizeDownstreamInput } from '../schemas/downstream/activity-io';
 import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, downstreamRunsArrowSchema } from '../schemas/downstream/runs';
@@ -49,8 +49,8 @@ export async function summarizeDownstream(rawInput: SummarizeDownstreamInput): P
   );
 
   const blocks = downstreamReportBlocks({ plan, table: tableValues, rows, bootstrap: input.bootstrap, generatedAt: new Date().toISOString() });
-  await writeBytesAtomically(paths.reportMarkdown, renderMarkdown(blocks));
-  await writeBytesAtomically(paths.reportHtml, renderHtml(blocks));
+  await writeBytesAtomically(paths.reportMarkdown, renderDownstreamMarkdown(blocks));
+  await writeBytesAtomically(paths.reportHtml, renderDownstreamHtml(blocks));
   log.info('downstream summary', { runs: rows.length, report: paths.reportMarkdown });
   return { runs, table, tableValues, outcomes, endReasons, reportMarkdown: paths.reportMarkdown, reportHtml: paths.reportHtml };
 }

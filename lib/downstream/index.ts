@@ -16,3 +16,13 @@ export { runProcess, type ProcessResult } from './run-process';
 export { gitRunWorktrees, type RunWorktree, type RunWorktreeFactory, type GitRunWorktreeOptions } from './run-worktree';
 export { createSweBenchHarness, SWEBENCH_PLACEHOLDERS, type SweBenchHarness, type SweBenchHarnessOptions } from './swebench-adapter';
 export { workspacePatch } from './workspace-patch';
+// The stage around the pieces above (activities/downstream-*.ts).
+export { agentFromConfig, harnessFromConfig } from './from-config';
+export { checkoutDirFor, downstreamPaths, fileSafe, lockPathFor, recordPathFor, trajectoryPathFor } from './layout';
+export { planDownstreamRuns, planWarnings, type DownstreamPlanning, type PlanDownstreamOptions } from './plan';
+export { downstreamReportBlocks, countBy, type DownstreamReportInput, type ReportBlock } from './report';
+export { renderDownstreamHtml, renderDownstreamMarkdown } from './report-render';
+export { resolveDownstreamPaths } from './resolve-paths';
+export { agentIdentity, describeAgent, describeHarness, harnessIdentity, runHash } from './run-identity';
+export { runPlannedPair, actionsOf, type PlannedPairRun, type RunPlannedPairOptions } from './run-pair';
+export { findPair, finishedRecord, finishedRows, hasFinishedRecord, loadPlan, recordExpectation } from './run-records';

@@ -5,7 +5,7 @@ import type { ReportBlock } from './report';
 
 const TITLE = 'Downstream injection';
 
-export function renderMarkdown(blocks: readonly ReportBlock[]): string {
+export function renderDownstreamMarkdown(blocks: readonly ReportBlock[]): string {
   const out: string[] = [`# ${TITLE}`, ''];
   for (const block of blocks) {
     switch (block.kind) {
@@ -39,7 +39,7 @@ const STYLE = `
 `;
 
 /** A whole HTML document holding one `<section id="downstream">`, readable on its own or lifted into a bigger report. */
-export function renderHtml(blocks: readonly ReportBlock[]): string {
+export function renderDownstreamHtml(blocks: readonly ReportBlock[]): string {
   const body: string[] = [`<h1>${TITLE}</h1>`];
   for (const block of blocks) {
     switch (block.kind) {
