@@ -34,7 +34,8 @@ export async function planDownstream(rawInput: PlanDownstreamInput): Promise<Pla
   });
 
   const warnings = planWarnings(planning);
-  log.info('downstream plan', { pairs: plan.pairs.length, finished, pending: pending.pairs.length, instances: plan.instances.length, warnings: warnings.length });
+  const counts = { pairs: plan.pairs.length, finished, pending: pending.pairs.length, instances: plan.instances.length, warnings: warnings.length };
+  log.info('downstream plan', counts);
   return {
     plan: planRef,
     total: plan.pairs.length,

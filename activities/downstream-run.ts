@@ -39,7 +39,8 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
         if (trajectory.length > 0) await writeBytesAtomically(trajectoryPathFor(pair.recordPath), `${JSON.stringify(trajectory, null, 1)}\n`);
         const ref = await writeJsonArtifact(pair.recordPath, record, recordExpectation(pair));
         const { row } = record;
-        log.info('downstream run: done', { configuration: row.configuration, instanceId: row.instanceId, outcome: row.outcome, rounds: row.rounds, ms: record.durationMs });
+        const { configuration, instanceId, outcome, rounds } = row;
+        log.info('downstream run: done', { configuration, instanceId, outcome, rounds, ms: record.durationMs });
         return { row, record: ref, reused: false };
       },
       { signal: context.cancellationSignal, waitTimeoutMs: input.runTimeoutMs + 5 * 60_000 },

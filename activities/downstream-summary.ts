@@ -24,7 +24,8 @@ export async function summarizeDownstream(rawInput: SummarizeDownstreamInput): P
   const { rows, recordShas, missing } = await finishedRows(plan);
   if (missing.length > 0) {
     throw invalidInput(
-      `downstream summary: ${missing.length} of ${plan.pairs.length} runs have no finished record under ${paths.records}: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`,
+      `downstream summary: ${missing.length} of ${plan.pairs.length} runs have no finished record under ${paths.records}: ` +
+        `${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`,
     );
   }
 

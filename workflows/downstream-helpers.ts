@@ -1,6 +1,7 @@
 import { ActivityCancellationType, ApplicationFailure, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { rootMessage } from '../lib/errors/root-message';
+import { percent1 } from '../lib/reports/format';
 import type { DownstreamSummaryOutput, PendingRuns, RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
 import type { DownstreamConfig } from '../schemas/downstream/config';
 import type { StageProgress } from '../schemas/progress';
@@ -89,11 +90,13 @@ export function runsFailed(failures: readonly string[], total: number): Applicat
   return ApplicationFailure.create({
     type: 'DownstreamRunsFailed',
     nonRetryable: true,
-    message: `${failures.length} of ${total} downstream runs could not be run (the others are kept; starting the stage again runs only the missing ones): ${failures.slice(0, 5).join('; ')}${failures.length > 5 ? '; …' : ''}`,
+    message:
+      `${failures.length} of ${total} downstream runs could not be run (the others are kept; starting the stage again runs only the missing ones): ` +
+      `${failures.slice(0, 5).join('; ')}${failures.length > 5 ? '; …' : ''}`,
   });
 }
 
 /** Each configuration's resolve rate, for the summary stage's note. */
 export function resolveRates(summary: Pick<DownstreamSummaryOutput, 'tableValues'>): string {
-  return summary.tableValues.rows.map((row) => `${row.configuration} ${row.resolveRate === null ? '–' : `${(row.resolveRate * 100).toFixed(1)}%`}`).join(', ');
+  return summary.tableValues.rows.map((row) => `${row.configuration} ${percent1(row.resolveRate)}`).join(', ');
 }

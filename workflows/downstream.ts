@@ -45,11 +45,11 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
 
   tracker.start('runs');
   const checkouts = { repoSource: config.environment.repoSource, cacheDir: config.environment.cacheDir };
+  const { agent, harness, runTimeoutMs } = settings;
   const runs = await runInLanes(
     planned.pending,
     settings.concurrency,
-    (configuration, instanceId) =>
-      runDownstreamPair({ ...common, plan: planned.plan, configuration, instanceId, agent: settings.agent, harness: settings.harness, checkouts, runTimeoutMs: settings.runTimeoutMs }),
+    (configuration, instanceId) => runDownstreamPair({ ...common, plan: planned.plan, configuration, instanceId, agent, harness, checkouts, runTimeoutMs }),
     (counts) => tracker.progress(runsProgress(planned.finished, planned.total, counts)),
   );
   if (runs.failures.length > 0) {

@@ -53,7 +53,8 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
     }
     const loaded = await loadPredictions(configuration, `downstream.configurations.${index}`, options.predictions[configuration.name]);
     predictedByConfiguration.set(configuration.name, loaded.files);
-    predictionInputs.push({ uri: loaded.from.uri, sha256: loaded.from.sha256, rows: loaded.files.size, schema: `predictions.${loaded.from.format}`, schemaVersion: 1 });
+    const { uri, sha256, format } = loaded.from;
+    predictionInputs.push({ uri, sha256, rows: loaded.files.size, schema: `predictions.${format}`, schemaVersion: 1 });
     planned.push({
       ...base,
       predictionsFrom: loaded.from,
@@ -103,7 +104,8 @@ export function planWarnings(planning: DownstreamPlanning): string[] {
   const invalid = planning.invalidInstances;
   if (invalid.length > 0) warnings.push(`${invalid.length} unreadable instance row(s) skipped (first: ${invalid[0]})`);
   for (const c of planning.plan.configurations) {
-    if (c.missingPredictions.length > 0) warnings.push(`${c.name}: no prediction for ${c.missingPredictions.length} instance(s); they run with the issue unchanged`);
+    const missing = c.missingPredictions.length;
+    if (missing > 0) warnings.push(`${c.name}: no prediction for ${missing} instance(s); they run with the issue unchanged`);
     if (c.predictionErrors.length > 0) warnings.push(`${c.name}: ${c.predictionErrors.length} unusable prediction row(s) (first: ${c.predictionErrors[0]})`);
   }
   return warnings;

@@ -40,7 +40,8 @@ export async function loadPlan(ref: ArtifactRef): Promise<DownstreamPlan> {
   if (cached) return cached;
   const actual = await sha256File(ref.uri).catch(() => null);
   if (actual !== ref.sha256) {
-    throw new InputFileError(ref.uri, `downstream plan ${ref.uri} ${actual === null ? 'is missing' : 'changed on disk'} since the workflow planned it; start the stage again`);
+    const what = actual === null ? 'is missing' : 'changed on disk';
+    throw new InputFileError(ref.uri, `downstream plan ${ref.uri} ${what} since the workflow planned it; start the stage again`);
   }
   const plan = DownstreamPlanSchema.parse(await readJsonArtifact(ref.uri));
   if (plans.size >= PLANS_KEPT) plans.delete(plans.keys().next().value!);
