@@ -1,0 +1,74 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DownstreamConfigSchema, type DownstreamConfigInput } from '../../schemas/downstream/config';
+import { recordPathFor } from './layout';
+import { planDownstreamRuns, planWarnings } from './plan';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-plan-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const commit = 'a'.repeat(40);
+const instance = (id: string) => ({ instance_id: id, repo: 'acme/calc', base_commit: commit, problem_statement: `issue ${id}` });
+const jsonl = (name: string, rows: unknown[]) => {
+  const file = path.join(dir, name);
+  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  return file;
+};
+const instancesFile = jsonl('instances.jsonl', [instance('a-1'), { instance_id: 'bad', repo: 'no-slash' }, instance('a-2'), instance('a-1')]);
+const predictionsFile = jsonl('bm25.jsonl', [{ instance_id: 'a-2', found_files: ['src/ops.py', 'tests/test_ops.py'] }]);
+
+function config(overrides: Partial<DownstreamConfigInput> = {}) {
+  return DownstreamConfigSchema.parse({
+    configurations: [
+      { name: 'baseline', source: 'none' },
+      { name: 'bm25', source: 'predictions', predictions: predictionsFile, k: 1 },
+    ],
+    baseline: 'baseline',
+    agent: { kind: 'builtin', baseUrl: 'http://127.0.0.1:9/v1', model: 'frozen-coder' },
+    harness: { kind: 'local' },
+    ...overrides,
+  });
+}
+
+const plan = (downstream = config()) => planDownstreamRuns({ runId: 'r', runDir: dir, config: downstream, instancesFile, predictions: {} });
+
+describe('planDownstreamRuns', () => {
+  it('plans every (configuration, instance) pair instance-major, with the predictions and the unreadable rows', async () => {
+    const planning = await plan();
+    expect(planning.plan.pairs.map((p) => [p.configuration, p.instanceId, p.predictedFiles])).toEqual([
+      ['baseline', 'a-1', null],
+      ['bm25', 'a-1', []],
+      ['baseline', 'a-2', null],
+      ['bm25', 'a-2', ['src/ops.py', 'tests/test_ops.py']],
+    ]);
+    expect(planning.pending.pairs).toEqual([[0, 0], [1, 0], [0, 1], [1, 1]]);
+    expect(planning.finished).toBe(0);
+    expect(planning.plan.pairs[0]!.recordPath).toBe(recordPathFor(dir, 'baseline', 'a-1'));
+    expect(planning.plan.configurations[1]).toMatchObject({ k: 1, predictionsFrom: { format: 'jsonl', retriever: null }, missingPredictions: ['a-1'] });
+    expect(planning.invalidInstances).toHaveLength(2);
+    expect(planWarnings(planning)).toEqual([
+      expect.stringMatching(/^2 unreadable instance row\(s\) skipped \(first: row 2 \(bad\): column repo: /),
+      'bm25: no prediction for 1 instance(s); they run with the issue unchanged',
+    ]);
+  });
+
+  it('keys a run by what decides its result: the model, not where it is served', async () => {
+    const [first, moved, other] = await Promise.all([
+      plan(),
+      plan(config({ agent: { kind: 'builtin', baseUrl: 'http://10.0.0.2:8000/v1', model: 'frozen-coder', callTimeoutMs: 1_000 } })),
+      plan(config({ agent: { kind: 'builtin', baseUrl: 'http://127.0.0.1:9/v1', model: 'other-coder' } })),
+    ]);
+    expect(moved.plan.pairs.map((p) => p.runHash)).toEqual(first.plan.pairs.map((p) => p.runHash));
+    expect(other.plan.pairs.map((p) => p.runHash)).not.toContain(first.plan.pairs[0]!.runHash);
+  });
+
+  it('names the config key of input problems a retry cannot fix', async () => {
+    await expect(plan(config({ instances: ['a-2', 'bad', 'zz'] }))).rejects.toThrow(/^downstream\.instances: 2 id\(s\) are not valid instances of .*: bad, zz \(unreadable rows: row 2 \(bad\)/);
+    const missing = config({ configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions', predictions: path.join(dir, 'nope.jsonl') }] });
+    await expect(plan(missing)).rejects.toThrow(/^downstream\.configurations\.1\.predictions \(bm25\): file .*nope\.jsonl does not exist$/);
+    const retriever = config({ configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions', predictions: predictionsFile, retriever: 'x' }] });
+    await expect(plan(retriever)).rejects.toThrow(/only a predictions Parquet file has retrievers/);
+  });
+});
