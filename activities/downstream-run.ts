@@ -25,6 +25,7 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
   if (before) return before;
 
   // Heartbeats carry cancellation to the activity: the reporter keeps them going while the agent and the tests run.
+  // (The workflow counts the stage's finished runs; this pair's details only say which attempt is running.)
   const progress = new ProgressReporter();
   progress.report({ stage: 'runs', done: 0, total: 1, unit: 'runs', counts: { attempt: context.info.attempt } });
   try {

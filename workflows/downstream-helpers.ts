@@ -2,7 +2,7 @@ import { ActivityCancellationType, ApplicationFailure, isCancellation, proxyActi
 import type * as activities from '../activities';
 import { rootMessage } from '../lib/errors/root-message';
 import { percent1 } from '../lib/reports/format';
-import type { DownstreamSummaryOutput, PendingRuns, RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
+import type { DownstreamSummaryOutput, PendingRuns, PlanDownstreamOutput, RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
 import type { DownstreamConfig } from '../schemas/downstream/config';
 import type { StageProgress } from '../schemas/progress';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
@@ -94,6 +94,12 @@ export function runsFailed(failures: readonly string[], total: number): Applicat
       `${failures.length} of ${total} downstream runs could not be run (the others are kept; starting the stage again runs only the missing ones): ` +
       `${failures.slice(0, 5).join('; ')}${failures.length > 5 ? '; …' : ''}`,
   });
+}
+
+/** The plan stage's note: how many runs, how many finished before, and the plan's warnings. */
+export function planNote(planned: Pick<PlanDownstreamOutput, 'total' | 'instances' | 'finished' | 'warnings'>): string {
+  const warnings = planned.warnings.length > 0 ? `; ${planned.warnings.join('; ')}` : '';
+  return `${planned.total} runs (${planned.instances} instances), ${planned.finished} finished before${warnings}`;
 }
 
 /** Each configuration's resolve rate, for the summary stage's note. */

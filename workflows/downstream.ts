@@ -4,7 +4,7 @@ import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream/activity-io';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
-import { downstreamActivities, requireDownstreamSection, resolveRates, runInLanes, runsFailed, runsProgress } from './downstream-helpers';
+import { downstreamActivities, planNote, requireDownstreamSection, resolveRates, runInLanes, runsFailed, runsProgress } from './downstream-helpers';
 import { StageTracker } from './stage-tracker';
 
 export const downstreamStages = ['plan', 'runs', 'summary'] as const;
@@ -40,8 +40,7 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
     instancesFile: settings.instancesFile ?? config.inputs.instances,
     predictions: input.artifacts?.predictions ?? {},
   });
-  const warnings = planned.warnings.length > 0 ? `; ${planned.warnings.join('; ')}` : '';
-  tracker.finish('plan', 'completed', `${planned.total} runs (${planned.instances} instances), ${planned.finished} finished before${warnings}`);
+  tracker.finish('plan', 'completed', planNote(planned));
 
   tracker.start('runs');
   const checkouts = { repoSource: config.environment.repoSource, cacheDir: config.environment.cacheDir };
