@@ -92,7 +92,7 @@ export function buildCalcFixture(root: string): CalcFixture {
   return { mirrors, baseCommit, instances, instancesPath, trajectoriesPath };
 }
 
-export { pythonWithPytest } from '../../lib/downstream/test-fixture';
+export { pythonWithPytest } from '../fixtures/downstream/fixture';
 
 // ---------------------------------------------------------------------------------------------------------
 // The scripted downstream agent
