@@ -189,7 +189,12 @@ export async function runToolsBench(argv: string[]): Promise<void> {
     ];
 
     // Warm the page cache and the code paths once.
-    for (const pair of pairs) for (let k = 0; k < pair.ours.length; k++) await pair.ours[k]!(), await pair.raw[k]!();
+    for (const pair of pairs) {
+      for (let k = 0; k < pair.ours.length; k++) {
+        await pair.ours[k]!();
+        await pair.raw[k]!();
+      }
+    }
 
     for (const pair of pairs) {
       const ours: number[] = [];
