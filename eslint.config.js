@@ -1,7 +1,7 @@
 // ESLint flat config. `npm run lint` runs it with `prettier --check` and ruff (scripts/lint.sh).
-// Two parts: ESLint's and typescript-eslint's recommended rules (all of them pass today, with the two adjustments
-// below), and the layering
-// rules of ARCHITECTURE.md as `no-restricted-imports` — the reason this file exists.
+// Two parts: the recommended rule sets of ESLint and typescript-eslint (adjusted below where a default does not
+// fit this code; none needed turning off), and the layering rules of ARCHITECTURE.md as `no-restricted-imports`,
+// the reason this file exists.
 import { builtinModules } from 'node:module';
 import { defineConfig } from 'eslint/config';
 import js from '@eslint/js';
