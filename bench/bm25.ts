@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { quantile } from '../lib/metrics/summary';
 import { PATH_INDEX_WEIGHT } from '../lib/retrievers/bm25/params';
 import { topKIndices } from '../lib/retrievers/bm25/ranking';
 import { bm25ScoresForTokens, buildBm25Index } from '../lib/retrievers/bm25/retriever';
@@ -46,12 +47,9 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
+/** The q-quantile of unsorted values (lib/metrics' quantile: linear interpolation, numpy's default). */
 function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const position = (sorted.length - 1) * q;
-  const lo = Math.floor(position);
-  const hi = Math.ceil(position);
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (position - lo);
+  return quantile([...values].sort((a, b) => a - b), q);
 }
 
 const round = (x: number, digits = 3): number => Number(x.toFixed(digits));

@@ -26,7 +26,7 @@ import { buildFixtureRepo } from '../test/support/fixture-repos';
 import { repoRoot, sharedData } from '../test/support/repo-root';
 import { reply, startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../test/support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
-import { agentScript, buildCalcFixture, pythonWithPytest } from '../test/integration/downstream-fixture';
+import { agentScript, buildCalcFixture, calcDownstreamInput, pythonWithPytest } from '../test/integration/downstream-fixture';
 
 type Row = Record<string, unknown>;
 
@@ -541,24 +541,16 @@ async function scenarios(): Promise<Scenario[]> {
     out.push({
       stage: 'downstream',
       workflow: 'downstream',
-      input: {
+      input: calcDownstreamInput({
         runId: RUN_ID,
         dataDir,
-        inputs: { trajectories: calc.trajectoriesPath, instances: calc.instancesPath },
-        environment: { repoSource: { kind: 'mirror-dir', dir: calc.mirrors } },
-        temporal: { activityTimeouts: { downstream: { heartbeatMs: 3_000 } } },
-        downstream: {
-          configurations: [
-            { name: 'baseline', source: 'none' },
-            { name: 'oracle', source: 'oracle' },
-          ],
-          baseline: 'baseline',
-          agent: { kind: 'builtin', baseUrl: llm.baseUrl, model: 'chaos-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
-          harness: { kind: 'local', interpreter: pythonWithPytest(), testRunner: 'pytest', timeoutMs: 120_000 },
-          runTimeoutMs: 180_000,
-          concurrency: 1,
-        },
-      },
+        fixture: calc,
+        baseUrl: llm.baseUrl,
+        python: pythonWithPytest(),
+        model: 'chaos-coder',
+        concurrency: 1,
+        heartbeatMs: 3_000,
+      }),
       artifactDir: 'downstream',
       items: { file: 'downstream/runs.parquet', key: (r) => `${String(r.configuration)}/${String(r.instanceId)}` },
       llm,

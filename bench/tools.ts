@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { quantile } from '../lib/metrics/summary';
 import { findExecutable, sandboxEnv } from '../lib/sandbox/executables';
 import { glob } from '../lib/sandbox/glob';
 import { grep } from '../lib/sandbox/grep';
@@ -54,12 +55,9 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
+/** The q-quantile of unsorted values (lib/metrics' quantile: linear interpolation, numpy's default). */
 function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const position = (sorted.length - 1) * q;
-  const lo = Math.floor(position);
-  const hi = Math.ceil(position);
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (position - lo);
+  return quantile([...values].sort((a, b) => a - b), q);
 }
 
 /** One raw subprocess, read to the end. */
@@ -189,7 +187,12 @@ export async function runToolsBench(argv: string[]): Promise<void> {
     ];
 
     // Warm the page cache and the code paths once.
-    for (const pair of pairs) for (let k = 0; k < pair.ours.length; k++) await pair.ours[k]!(), await pair.raw[k]!();
+    for (const pair of pairs) {
+      for (let k = 0; k < pair.ours.length; k++) {
+        await pair.ours[k]!();
+        await pair.raw[k]!();
+      }
+    }
 
     for (const pair of pairs) {
       const ours: number[] = [];

@@ -82,13 +82,12 @@ export async function runCommand(options: RunOptions): Promise<number> {
   let workerRun: Promise<void> | null = null;
   let gpuWorker: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
   let gpuWorkerRun: Promise<void> | null = null;
-  let logFile: string | null = null;
   try {
     const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
     const needGpuWorker = options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
     // The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
     // failures' full messages go to the run's log file.
-    logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);
+    const logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);
     console.log(`codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`);
     if (needCpuWorker) {
       console.log(`codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`);

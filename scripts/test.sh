@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything a user needs to trust the project: type check, unit tests, integration tests against a real
-# Temporal dev server (started by vitest globalSetup), and the trainer's pytest suite.
+# Everything a user needs to trust the project: type check, lint (scripts/lint.sh: one counted check), unit tests,
+# integration tests against a real Temporal dev server (started by vitest globalSetup), and the trainer's pytest suite.
 # Ends with one line `N passed, N failed`.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +11,9 @@ status=0
 
 echo "== type check"
 npx tsc -p tsconfig.json || status=1
+
+echo "== lint (eslint with the layering rules, prettier --check, ruff)"
+if bash scripts/lint.sh; then echo ok > "$results/lint.status"; else echo failed > "$results/lint.status"; status=1; fi
 
 echo "== unit tests"
 npx vitest run --reporter=default --reporter=json --outputFile="$results/unit.json" || status=1
@@ -43,6 +46,9 @@ if (fs.existsSync(c)) {
   if (trials.length === 0) failed += 1;
   for (const t of trials) t.ok ? passed++ : failed++;
 } else { failed += 1; console.log("(no chaos.jsonl: the chaos suite did not run)"); }
+// The lint counts as one check.
+const l = dir + "/lint.status";
+if (fs.existsSync(l) && fs.readFileSync(l, "utf8").trim() === "ok") passed++; else { failed++; console.log("(lint failed: npm run lint)"); }
 const x = dir + "/pytest.xml";
 if (fs.existsSync(x)) {
   const head = fs.readFileSync(x, "utf8").match(/<testsuite [^>]*>/);

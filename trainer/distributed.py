@@ -149,7 +149,7 @@ def reduce_update_stats(ranks: Ranks, stats: dict) -> dict:
         return stats
     everyone = gather(ranks, stats)
     out = dict(stats)
-    for key, value in stats.items():
+    for key, _value in stats.items():
         values = [s.get(key) for s in everyone]
         numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if key.endswith("_tokens") and len(numbers) == len(values):

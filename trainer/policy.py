@@ -45,7 +45,7 @@ def load_policy(model_path: str, lora, dtype: torch.dtype, device: torch.device,
     peft_config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                              target_modules=lora.target_modules, task_type="CAUSAL_LM", bias="none")
     model = get_peft_model(base, peft_config, autocast_adapter_dtype=True)
-    for name, p in model.named_parameters():
+    for _name, p in model.named_parameters():
         if p.requires_grad:
             p.data = p.data.float()
     return model, tokenizer

@@ -55,7 +55,7 @@ class ScriptedEnv:
     def open(self, body: dict) -> dict:
         episodes = []
         for instance in body["instanceIds"]:
-            for k in range(body["groupSize"]):
+            for _k in range(body["groupSize"]):
                 with self._lock:
                     episode_id = f"ep-{next(self._ids)}"
                     self.episodes[episode_id] = {"instance": instance, "texts": [], "done": False}

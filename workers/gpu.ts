@@ -8,69 +8,24 @@
  * attempt, which a GPU worker retries from that checkpoint. A worker killed outright is noticed by the
  * heartbeat timeout; the retry reaps the trainer it left behind first.
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@temporalio/client';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { setActivityClient } from '../activities/kit';
 import { trainSegment } from '../activities/training';
 import { temporalConfig } from '../temporal.config';
-import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
+import { createWorker, runWorkerIfMain, type RunningWorker, type WorkerConnectOptions } from './create-worker';
 
-export interface GpuWorkerOptions {
-  address?: string;
-  namespace?: string;
-  taskQueue?: string;
-  /** TLS / mTLS / API key settings over temporal.config.ts's (workers/connection.ts). */
-  connection?: Partial<TemporalConnectionSettings>;
-  overrides?: Partial<WorkerOptions>;
-}
+export type GpuWorkerOptions = WorkerConnectOptions;
 
-export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{ worker: Worker; close(): Promise<void> }> {
-  const address = options.address ?? temporalConfig.address;
-  const namespace = options.namespace ?? temporalConfig.namespace;
-  const settings = { address, namespace, ...options.connection };
-  const clientConnection = await connectClient(settings);
-  const nativeConnection = await connectWorkerConnection(settings).catch(async (error: unknown) => {
-    await clientConnection.close();
-    throw error;
-  });
-  setActivityClient(new Client({ connection: clientConnection, namespace }));
-  const worker = await Worker.create({
-    connection: nativeConnection,
-    namespace,
-    taskQueue: options.taskQueue ?? temporalConfig.taskQueues.gpu,
+export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<RunningWorker> {
+  return createWorker(options, {
+    taskQueue: temporalConfig.taskQueues.gpu,
     activities: { trainSegment },
     // One trainer owns the accelerator: never two segments at once on one node.
     maxConcurrentActivityTaskExecutions: 1,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,
-    ...options.overrides,
-  });
-  return {
-    worker,
-    close: async () => {
-      setActivityClient(null);
-      await clientConnection.close();
-      await nativeConnection.close();
-    },
-  };
-}
-
-async function main(): Promise<void> {
-  const { worker, close } = await createGpuWorker();
-  console.log(
-    `codegrep gpu worker: namespace ${temporalConfig.namespace}, task queue ${temporalConfig.taskQueues.gpu}, server ${temporalConfig.address}`,
-  );
-  try {
-    await worker.run(); // the SDK shuts down gracefully on SIGINT/SIGTERM
-  } finally {
-    await close();
-  }
-}
-
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((error) => {
-    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
-    process.exit(1);
   });
 }
+
+runWorkerIfMain(
+  import.meta.url,
+  () => createGpuWorker(),
+  `codegrep gpu worker: namespace ${temporalConfig.namespace}, task queue ${temporalConfig.taskQueues.gpu}, server ${temporalConfig.address}`,
+);

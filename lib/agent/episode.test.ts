@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EpisodeResultSchema, type ChatMessage, type ToolMessage } from '../../schemas/agent';
 import { createEpisode, type AssistantToolCall, type CreateEpisodeOptions } from './episode';
-import { countingRunner, makeAgentFixture, type AgentFixture } from './test-fixture';
+import { countingRunner, makeAgentFixture, type AgentFixture } from '../../test/fixtures/agent/fixture';
 
 let fixture: AgentFixture;
 beforeAll(async () => {

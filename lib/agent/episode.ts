@@ -138,7 +138,7 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   const answerFormat = format.data;
   const limits = resolveAgentLimits(options.limits);
   const root = path.resolve(options.worktreeRoot);
-  let isDirectory = false;
+  let isDirectory: boolean;
   try {
     isDirectory = statSync(root).isDirectory();
   } catch {

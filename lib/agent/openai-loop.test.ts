@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reply, startScriptedOpenAiServer, type ReplyScript, type ScriptedOpenAiServer } from '../../test/support/scripted-openai-server';
 import { LlmAuthError } from '../llm/errors';
 import { runAgentRetriever, type RunAgentRetrieverOptions } from './openai-loop';
-import { countingRunner, makeAgentFixture, type AgentFixture } from './test-fixture';
+import { countingRunner, makeAgentFixture, type AgentFixture } from '../../test/fixtures/agent/fixture';
 
 let fixture: AgentFixture;
 let server: ScriptedOpenAiServer | undefined;

@@ -11,7 +11,7 @@ import { readParquetObjects, writeParquetArtifact } from '../artifacts';
 import { locationsToSets } from '../metrics/levels';
 import { createEpisode, type AssistantTurn } from './episode';
 import { episodeToPredictionRow } from './prediction-row';
-import { makeAgentFixture, type AgentFixture } from './test-fixture';
+import { makeAgentFixture, type AgentFixture } from '../../test/fixtures/agent/fixture';
 
 let fixture: AgentFixture;
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import type { InjectionConfiguration } from '../../schemas/downstream';
 import { createBuiltinAgent, type BuiltinAgentOptions } from './builtin-agent';
 import { createLocalHarness } from './local-harness';
 import { runDownstreamInstance } from './run-instance';
-import { leftoverRuns, makeDownstreamFixture, type DownstreamFixture } from './test-fixture';
+import { leftoverRuns, makeDownstreamFixture, type DownstreamFixture } from '../../test/fixtures/downstream/fixture';
 
 let fixture: DownstreamFixture;
 let server: ScriptedOpenAiServer | undefined;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sharedData } from '../../test/support/repo-root';
-import { makeInstance } from './test-fixture';
+import { makeInstance } from '../../test/fixtures/downstream/fixture';
 import { CANDIDATE_FILES_CLOSE, CANDIDATE_FILES_OPEN, injectCandidateFiles, promptForConfiguration } from './inject';
 
 /** Real SWE-bench Verified rows (their CRLF-laden issue texts and gold patches). */

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalHarness, type LocalHarnessOptions } from './local-harness';
-import { leftoverRuns, makeDownstreamFixture, makeInstance, type DownstreamFixture } from './test-fixture';
+import { leftoverRuns, makeDownstreamFixture, makeInstance, type DownstreamFixture } from '../../test/fixtures/downstream/fixture';
 
 let fixture: DownstreamFixture;
 

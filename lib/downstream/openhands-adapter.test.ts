@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DownstreamInstance } from '../../schemas/downstream';
 import { createOpenHandsAdapter, type OpenHandsAdapterOptions } from './openhands-adapter';
-import { makeDownstreamFixture, makeInstance, type DownstreamFixture } from './test-fixture';
+import { makeDownstreamFixture, makeInstance, type DownstreamFixture } from '../../test/fixtures/downstream/fixture';
 
 /**
  * A stand-in for OpenHands: a small Node program that behaves like `run_infer.py` for one instance — reads

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweBenchHarness } from './swebench-adapter';
-import { makeInstance } from './test-fixture';
+import { makeInstance } from '../../test/fixtures/downstream/fixture';
 
 /**
  * A stand-in for `python -m swebench.harness.run_evaluation`: reads the predictions JSONL and writes what

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { envSampleFromRow, loadEnvSamples } from './env-samples';
-import { buildEnvFixture, CATM_FILE, type EnvFixture } from './test-fixture';
+import { buildEnvFixture, CATM_FILE, type EnvFixture } from '../../test/fixtures/envserver/fixture';
 
 let fixture: EnvFixture;
 

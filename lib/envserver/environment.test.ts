@@ -7,7 +7,7 @@ import type { TrainingRecipe } from '../../schemas/training';
 import { createTrainingEnvironment } from './environment';
 import { loadEnvSamples, type EnvSample } from './env-samples';
 import { EnvRequestError } from './protocol';
-import { buildEnvFixture, CATM_FILE, lineOf, qwen3ToolCalls, type EnvFixture } from './test-fixture';
+import { buildEnvFixture, CATM_FILE, lineOf, qwen3ToolCalls, type EnvFixture } from '../../test/fixtures/envserver/fixture';
 
 let fixture: EnvFixture;
 let samples: Map<string, EnvSample>;

@@ -6,7 +6,7 @@ import { repoRoot } from '../../test/support/repo-root';
 import { createTrainingEnvironment } from './environment';
 import { loadEnvSamples } from './env-samples';
 import { startEnvServer, type EnvServer } from './http-server';
-import { buildEnvFixture, qwen3ToolCalls, type EnvFixture } from './test-fixture';
+import { buildEnvFixture, qwen3ToolCalls, type EnvFixture } from '../../test/fixtures/envserver/fixture';
 
 const execFileAsync = promisify(execFile);
 let fixture: EnvFixture;

@@ -48,8 +48,8 @@ export interface LlmClient {
 }
 
 /**
- * An `openai` client for the endpoint with the SDK's own retries disabled: retry.ts owns the policy, so every
- * attempt is counted and 401s are never re-sent.
+ * An `openai` client for the endpoint with the SDK's own retries disabled: retry.ts owns the policy (its header
+ * says what the SDK's retries lack), so every attempt is counted and reported.
  */
 export function createLlmClient(endpoint: LlmEndpoint): LlmClient {
   const checked = LlmEndpointSchema.parse(endpoint);

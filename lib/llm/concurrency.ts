@@ -1,9 +1,12 @@
+import pLimit from 'p-limit';
+
+/** The judge's default number of concurrent LLM calls (config `judge.concurrency`). */
+export const DEFAULT_LLM_CONCURRENCY = 16;
+
 /**
  * At most `limit` tasks in flight; the others wait in arrival order. `acquire()` lets a producer wait for a
  * free slot before it even reads its next input, so a large stream is never pulled ahead into memory.
  */
-export const DEFAULT_LLM_CONCURRENCY = 16;
-
 export interface Limiter {
   readonly limit: number;
   readonly active: number;
@@ -15,65 +18,60 @@ export interface Limiter {
   idle(): Promise<void>;
 }
 
+/**
+ * The project's one general-purpose limiter: `p-limit` does the queueing; this adds only what p-limit lacks,
+ * `acquire()` (a slot held until released, for a producer that must not read ahead) and `idle()`.
+ *
+ * The other limiters stay on purpose: lib/sandbox/semaphore.ts takes several permits at once, with deadlines
+ * and abort (the security tests pin those semantics); the workflows' lanes (workflows/evaluation.ts settleAll,
+ * workflows/downstream.ts) run inside the deterministic workflow sandbox.
+ */
 export function createLimiter(limit: number = DEFAULT_LLM_CONCURRENCY): Limiter {
   if (!Number.isInteger(limit) || limit < 1) {
     throw new Error(`concurrency limit must be an integer ≥ 1, got ${limit}`);
   }
-  let active = 0;
-  const queue: Array<() => void> = [];
+  const gate = pLimit(limit);
   let idleWaiters: Array<() => void> = [];
-
+  // Runs once a task's promise from the gate settled, which is after p-limit has freed its slot.
   const notifyIdle = () => {
-    if (active === 0 && queue.length === 0) {
+    if (gate.activeCount === 0 && gate.pendingCount === 0) {
       const waiters = idleWaiters;
       idleWaiters = [];
       for (const wake of waiters) wake();
     }
   };
 
-  const makeRelease = () => {
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = queue.shift();
-      if (next) {
-        next();
-      } else {
-        active -= 1;
-        notifyIdle();
-      }
-    };
-  };
-
-  const acquire = (): Promise<() => void> => {
-    if (active < limit) {
-      active += 1;
-      return Promise.resolve(makeRelease());
-    }
-    // The slot passes straight from the releasing task to the next waiter: `active` stays unchanged.
-    return new Promise((resolve) => queue.push(() => resolve(makeRelease())));
-  };
-
   return {
     limit,
     get active() {
-      return active;
+      return gate.activeCount;
     },
     get waiting() {
-      return queue.length;
+      return gate.pendingCount;
     },
-    acquire,
-    async run<T>(task: () => Promise<T>): Promise<T> {
-      const release = await acquire();
-      try {
-        return await task();
-      } finally {
-        release();
-      }
+    acquire() {
+      return new Promise<() => void>((granted) => {
+        const held = gate(
+          () =>
+            new Promise<void>((release) => {
+              let released = false;
+              granted(() => {
+                if (released) return;
+                released = true;
+                release();
+              });
+            }),
+        );
+        void held.then(notifyIdle);
+      });
+    },
+    run<T>(task: () => Promise<T>): Promise<T> {
+      const result = gate(task);
+      result.then(notifyIdle, notifyIdle);
+      return result;
     },
     idle() {
-      if (active === 0 && queue.length === 0) return Promise.resolve();
+      if (gate.activeCount === 0 && gate.pendingCount === 0) return Promise.resolve();
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
   };

@@ -9,8 +9,21 @@ import {
 } from './errors';
 
 /**
- * Our own retry policy for LLM calls. The SDK's retries are disabled (maxRetries: 0 in client.ts) so that one
- * place decides what is retried, counts attempts, and bounds each attempt with a timeout.
+ * Our own retry policy for LLM calls. The `openai` client can retry too (408, 409, 429, 5xx, connection errors
+ * and its own timeouts, honouring `retry-after-ms` / `Retry-After` up to 60 s, else 0.5 s·2^k up to 8 s with
+ * 25 % jitter), and in policy it is the same as ours. It is disabled (maxRetries: 0 in client.ts and chat.ts)
+ * because the judge needs what the client does not offer:
+ *   - the number of attempts (`judge.maxAttempts` in the config), recorded with every judgement and in the
+ *     exhaustion error;
+ *   - an event per retry (`onRetry`: reason and delay; lib/labels/judge-run.ts counts retries with it);
+ *   - retries of 2xx replies that are not a chat completion (non-JSON, no choices): the client returns those;
+ *   - a configurable backoff and a cap on Retry-After (`maxRetryAfterMs`; the client ignores a Retry-After over
+ *     60 s and falls back to its fixed backoff); the tests run with millisecond backoffs;
+ *   - the typed failures of errors.ts (auth, not found, rejected, exhausted) that map to non-retryable
+ *     activity failures;
+ *   - the caller's AbortSignal stopping a wait between attempts at once.
+ * Everything here serves one of these. The status classification below mirrors the client's `shouldRetry`
+ * (which it does not export), so turning the client's retries back on would retry the same failures.
  *
  * Retried: 408, 409, 429, 5xx, per-attempt timeouts, connection errors, 2xx bodies that are not a chat
  * completion. Not retried: 401/403 (LlmAuthError), 404 (LlmNotFoundError), any other 4xx

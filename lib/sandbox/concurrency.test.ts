@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTool } from './run-tool';
 import { subprocessSlots } from './semaphore';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 beforeAll(async () => {

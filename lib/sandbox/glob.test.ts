@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SearchEngine } from './engine';
 import { glob } from './glob';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 beforeAll(async () => {

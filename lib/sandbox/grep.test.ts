@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_LIMITS } from './limits';
 import { grep } from './grep';
 import type { SearchEngine } from './engine';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 beforeAll(async () => {

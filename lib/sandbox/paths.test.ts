@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asOperand, canonicalRoot, guardPath } from './paths';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 let rootAlias: string;

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { read } from './read';
-import { APP_PY, makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { APP_PY, makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import {
   toolDefinitions,
 } from '../../schemas/tools';
 import { formatObservation, runTool } from './run-tool';
-import { makeSandboxFixture, type SandboxFixture } from './test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
 let fx: SandboxFixture;
 beforeAll(async () => {

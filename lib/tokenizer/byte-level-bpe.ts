@@ -41,6 +41,7 @@ function escapeRegExp(literal: string): string {
   return literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+// eslint-disable-next-line no-control-regex -- the whole ASCII range, \x00 included, on purpose
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 export class ByteLevelBpeCounter {

@@ -48,6 +48,50 @@ export interface CalcFixture {
   trajectoriesPath: string;
 }
 
+export interface CalcDownstreamInputOptions {
+  runId: string;
+  dataDir: string;
+  fixture: CalcFixture;
+  /** The scripted agent's endpoint (agentScript). */
+  baseUrl: string;
+  /** A Python with pytest (pythonWithPytest()). */
+  python: string;
+  concurrency: number;
+  model?: string;
+  /** A short activity heartbeat timeout, so a retry on a new worker starts within seconds (the kill tests). */
+  heartbeatMs?: number;
+  /** Over the `downstream` section's defaults. */
+  downstream?: Record<string, unknown>;
+}
+
+/**
+ * The `downstream` workflow input over this fixture: two configurations (no injection, oracle files), the
+ * scripted builtin agent, the local pytest harness. downstream.test.ts, downstream-kill.test.ts and
+ * bench/chaos.ts run with it.
+ */
+export function calcDownstreamInput(options: CalcDownstreamInputOptions): Record<string, unknown> {
+  const { fixture } = options;
+  return {
+    runId: options.runId,
+    dataDir: options.dataDir,
+    inputs: { trajectories: fixture.trajectoriesPath, instances: fixture.instancesPath },
+    environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors } },
+    ...(options.heartbeatMs === undefined ? {} : { temporal: { activityTimeouts: { downstream: { heartbeatMs: options.heartbeatMs } } } }),
+    downstream: {
+      configurations: [
+        { name: 'baseline', source: 'none' },
+        { name: 'oracle', source: 'oracle' },
+      ],
+      baseline: 'baseline',
+      agent: { kind: 'builtin', baseUrl: options.baseUrl, model: options.model ?? 'frozen-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
+      harness: { kind: 'local', interpreter: options.python, testRunner: 'pytest', timeoutMs: 120_000 },
+      runTimeoutMs: 180_000,
+      concurrency: options.concurrency,
+      ...options.downstream,
+    },
+  };
+}
+
 /** Builds the repository, its mirror, and `instances.jsonl` (plus an empty trajectories file) under `root`. */
 export function buildCalcFixture(root: string): CalcFixture {
   const source = path.join(root, 'calc-src');
@@ -92,7 +136,7 @@ export function buildCalcFixture(root: string): CalcFixture {
   return { mirrors, baseCommit, instances, instancesPath, trajectoriesPath };
 }
 
-export { pythonWithPytest } from '../../lib/downstream/test-fixture';
+export { pythonWithPytest } from '../fixtures/downstream/fixture';
 
 // ---------------------------------------------------------------------------------------------------------
 // The scripted downstream agent

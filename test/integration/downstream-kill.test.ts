@@ -7,7 +7,7 @@ import { readParquetObjects } from '../../lib/artifacts';
 import { DownstreamRunRecordSchema, type DownstreamResult } from '../../schemas/downstream';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerProcess, testClient, uniqueTaskQueue } from '../support/temporal';
-import { agentScript, buildCalcFixture, pairKey, pythonWithPytest, type CalcFixture } from './downstream-fixture';
+import { agentScript, buildCalcFixture, calcDownstreamInput, pairKey, pythonWithPytest, type CalcFixture } from './downstream-fixture';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-kill-'));
 const dataDir = path.join(work, 'runs');
@@ -41,25 +41,7 @@ const ROUNDS: Record<string, number> = {
 const keyOf = (configuration: string, instanceId: string) => `${configuration === 'baseline' ? 'none' : 'injected'}/${instanceId}`;
 
 function config(runId: string): Record<string, unknown> {
-  return {
-    runId,
-    dataDir,
-    inputs: { trajectories: fixture.trajectoriesPath, instances: fixture.instancesPath },
-    environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors } },
-    // A short heartbeat timeout so the retry on the new worker starts within seconds.
-    temporal: { activityTimeouts: { downstream: { heartbeatMs: 3_000 } } },
-    downstream: {
-      configurations: [
-        { name: 'baseline', source: 'none' },
-        { name: 'oracle', source: 'oracle' },
-      ],
-      baseline: 'baseline',
-      agent: { kind: 'builtin', baseUrl: server.baseUrl, model: 'frozen-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
-      harness: { kind: 'local', interpreter: python, testRunner: 'pytest', timeoutMs: 120_000 },
-      runTimeoutMs: 180_000,
-      concurrency: 1,
-    },
-  };
+  return calcDownstreamInput({ runId, dataDir, fixture, baseUrl: server.baseUrl, python, concurrency: 1, heartbeatMs: 3_000 });
 }
 
 /** (configuration, instance) pairs with a finished run record on disk. */

@@ -9,7 +9,7 @@ import type { WorkflowProgress } from '../../schemas/progress';
 import { git } from '../support/fixture-repos';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
-import { USAGE, agentScript, buildCalcFixture, identify, pythonWithPytest, type CalcFixture } from './downstream-fixture';
+import { USAGE, agentScript, buildCalcFixture, calcDownstreamInput, identify, pythonWithPytest, type CalcFixture } from './downstream-fixture';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-it-'));
 const dataDir = path.join(work, 'runs');
@@ -32,24 +32,7 @@ afterAll(async () => {
 });
 
 function runConfig(runId: string, downstream: Record<string, unknown>): Record<string, unknown> {
-  return {
-    runId,
-    dataDir,
-    inputs: { trajectories: fixture.trajectoriesPath, instances: fixture.instancesPath },
-    environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors } },
-    downstream: {
-      configurations: [
-        { name: 'baseline', source: 'none' },
-        { name: 'oracle', source: 'oracle' },
-      ],
-      baseline: 'baseline',
-      agent: { kind: 'builtin', baseUrl: server.baseUrl, model: 'frozen-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
-      harness: { kind: 'local', interpreter: python, testRunner: 'pytest', timeoutMs: 120_000 },
-      runTimeoutMs: 180_000,
-      concurrency: 2,
-      ...downstream,
-    },
-  };
+  return calcDownstreamInput({ runId, dataDir, fixture, baseUrl: server.baseUrl, python, concurrency: 2, downstream });
 }
 
 async function execute(workflowId: string, config: Record<string, unknown>): Promise<{ result: DownstreamResult; progress: WorkflowProgress }> {

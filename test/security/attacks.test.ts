@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '../../schemas/tools';
 import type { SearchEngine } from '../../lib/sandbox/engine';
 import { runTool } from '../../lib/sandbox/run-tool';
-import { makeSandboxFixture, type SandboxFixture } from '../../lib/sandbox/test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
 
 /**

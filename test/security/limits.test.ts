@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findExecutable } from '../../lib/sandbox/executables';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { limitedStage, runPipeline } from '../../lib/sandbox/subprocess';
-import { makeSandboxFixture, type SandboxFixture } from '../../lib/sandbox/test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
 
 /**

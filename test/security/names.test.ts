@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEditor } from '../../lib/downstream/editor';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { REDACTED_TARGET } from '../../lib/sandbox/terminal';
-import { makeSandboxFixture, type SandboxFixture } from '../../lib/sandbox/test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
 
 /**

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { Semaphore, PermitWaitError, subprocessSlots } from '../../lib/sandbox/semaphore';
-import { makeSandboxFixture, type SandboxFixture } from '../../lib/sandbox/test-fixture';
+import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import type { ToolResult } from '../../schemas/tools';
 import { recordAttack } from './attack-log';
 

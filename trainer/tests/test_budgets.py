@@ -7,7 +7,7 @@ import pytest
 
 from trainer.env_client import EnvClient
 from trainer.generate_hf import HFGenerator
-from trainer.rollout import Completion, RolloutLimits, Sampling, run_rollouts
+from trainer.rollout import Completion, RolloutLimits, run_rollouts
 from trainer.scripted_env import ScriptedEnv, serve
 from trainer.tokens import ChatTokens
 

@@ -46,7 +46,7 @@ def test_training_log_probs_use_the_sampling_temperature(policy, env_server):
     rollouts, _ = _sample(policy, url, Sampling(0.6, 1.0, 0))
     items, (ids, attn, lmask, _) = _batch(policy, rollouts)
     sampler = torch.zeros_like(lmask)
-    for r, row in zip(rollouts, range(len(items))):
+    for _r, row in zip(rollouts, range(len(items))):
         sampler[row, :len(items[row].ids)] = torch.tensor(items[row].sampler_logprobs)
     with torch.no_grad():
         at_t = token_logprobs(model, ids, attn, lmask, temperature=0.6)

@@ -1,0 +1,84 @@
+/**
+ * What the CPU and the GPU worker share: connect (client + native connection, closing the first when the
+ * second fails), hand the activities their Temporal client (activities/kit), create the Worker, and on close
+ * undo all three. Each worker file says only which task queue, which workflows and activities, and its limits;
+ * and keeps its own `main` for `tsx workers/<name>.ts`.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { setActivityClient } from '../activities/kit';
+import { temporalConfig } from '../temporal.config';
+import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
+
+/** What a caller of createCpuWorker / createGpuWorker may set. */
+export interface WorkerConnectOptions {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  /** TLS / mTLS / API key settings over temporal.config.ts's (workers/connection.ts). */
+  connection?: Partial<TemporalConnectionSettings>;
+  /** Extra worker options (tests shorten timeouts). */
+  overrides?: Partial<WorkerOptions>;
+}
+
+export interface RunningWorker {
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/**
+ * `defaults` is the worker kind's own part of WorkerOptions (task queue, workflows, activities, limits);
+ * `options.taskQueue` and `options.overrides` win over it.
+ */
+export async function createWorker(
+  options: WorkerConnectOptions,
+  defaults: Omit<WorkerOptions, 'connection' | 'namespace'>,
+): Promise<RunningWorker> {
+  const address = options.address ?? temporalConfig.address;
+  const namespace = options.namespace ?? temporalConfig.namespace;
+  const settings = { address, namespace, ...options.connection };
+  const clientConnection = await connectClient(settings);
+  const nativeConnection = await connectWorkerConnection(settings).catch(async (error: unknown) => {
+    await clientConnection.close();
+    throw error;
+  });
+  setActivityClient(new Client({ connection: clientConnection, namespace }));
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    ...defaults,
+    taskQueue: options.taskQueue ?? defaults.taskQueue,
+    ...options.overrides,
+  });
+  return {
+    worker,
+    close: async () => {
+      setActivityClient(null);
+      await clientConnection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+/**
+ * `tsx workers/<name>.ts`: when `moduleUrl` is the script node was started with, create the worker, print the
+ * banner (tests wait for `codegrep … worker:`), run until SIGINT/SIGTERM (the SDK shuts down gracefully), close.
+ */
+export function runWorkerIfMain(moduleUrl: string, create: () => Promise<RunningWorker>, banner: string): void {
+  if (!process.argv[1] || path.resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  const main = async () => {
+    const { worker, close } = await create();
+    console.log(banner);
+    try {
+      await worker.run();
+    } finally {
+      await close();
+    }
+  };
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exit(1);
+  });
+}
