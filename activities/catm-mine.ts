@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { ApplicationFailure, log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, InputFileError, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { findCachedArtifact, hashConfig, InputFileError, readJsonArtifact, readRows, sourceRef, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { MIN_REASONING_TOKENS } from '../lib/trajectories/catm-parameters';
 import { mineTrajectories } from '../lib/trajectories/mine-trajectories';
 import { MineInputSchema, type MineInput, type MineOutput } from '../schemas/catm';
@@ -11,7 +11,6 @@ import {
   minedCandidatesArrowSchema,
 } from '../schemas/mining';
 import { ProgressReporter } from './kit';
-import { sourceRef } from './source-ref';
 
 const SUMMARY_SCHEMA = { name: 'catm.mining-summary', version: 1 } as const;
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { ApplicationFailure, log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, InputFileError, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { findCachedArtifact, hashConfig, InputFileError, readJsonArtifact, readRows, sourceRef, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { judgementKey } from '../lib/labels/judge-run';
 import { buildSamples, indexRetainedLabels } from '../lib/labels/samples';
 import { ReasoningLengthStats, isRetainedWeight, labelWeight, unnormalizedWeight } from '../lib/labels/weights';
@@ -19,7 +19,6 @@ import {
 } from '../schemas/samples';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import { ProgressReporter } from './kit';
-import { sourceRef } from './source-ref';
 
 const SUMMARY_SCHEMA = { name: 'catm.weight-summary', version: 1 } as const;
 

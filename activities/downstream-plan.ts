@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, log } from '@temporalio/activity';
-import { canonicalJson, checkCachedArtifact, hashConfig, readRows, sha256File, writeJsonArtifact } from '../lib/artifacts';
+import { canonicalJson, checkCachedArtifact, hashConfig, readRows, sha256File, sourceRef, writeJsonArtifact } from '../lib/artifacts';
 import { readPredictionsFile } from '../lib/retrievers/predictions-file';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import { DownstreamInstanceSchema, type DownstreamInstance } from '../schemas/downstream';
@@ -22,7 +22,6 @@ import {
   type PlannedConfiguration,
   type PlannedPair,
 } from '../schemas/downstream-config';
-import { sourceRef } from './source-ref';
 
 /** Where the stage writes, under `<runDir>/downstream/`. */
 export const downstreamPaths = (runDir: string) => {

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, readRows, writeParquetArtifact } from '../lib/artifacts';
+import { findCachedArtifact, hashConfig, readRows, sourceRef, writeParquetArtifact } from '../lib/artifacts';
 import { groundTruthForPatch } from '../lib/patch/ground-truth';
 import {
   ENVIRONMENT_SAMPLES_SCHEMA_NAME,
@@ -19,7 +19,6 @@ import { targetsFromFileChanges } from '../lib/patch/codescout-layout';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
-import { sourceRef } from './source-ref';
 
 const execFileAsync = promisify(execFile);
 

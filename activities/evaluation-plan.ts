@@ -1,11 +1,10 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, log } from '@temporalio/activity';
-import { hashConfig } from '../lib/artifacts';
+import { hashConfig, sourceRef } from '../lib/artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import { PlanEvaluationInputSchema, type EvaluationPlan, type PlanEvaluationInput, type RetrieverConfig, type RetrieverPlan } from '../schemas/evaluation';
 import { loadEvaluationInstances, shardCountFor } from './evaluation-instances';
-import { sourceRef } from './source-ref';
 
 /**
  * A model folder's identity for the cache key: every file's relative path, size and modification time.

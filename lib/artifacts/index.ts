@@ -17,3 +17,4 @@ export {
   type AppendLogContents,
   type MalformedLogLine,
 } from './append-log';
+export { sourceRef } from './source-ref';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DownstreamConfig } from '../schemas/downstream-config';
+import type { DownstreamConfig } from '../../schemas/downstream-config';
 
 /**
  * The downstream section with its paths resolved against `baseDir` (the worker's working directory), as
