@@ -1,16 +1,15 @@
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
-import { episodeToPredictionRow, runAgentRetriever } from '../lib/agent';
-import { LlmError, LlmRequestRejectedError } from '../lib/llm/errors';
-import { locationsToSets } from '../lib/metrics/levels';
-import { RANKED_DEPTH } from '../lib/reports';
-import { collectWorktreeFiles, indexWorktree, type WorktreeIndex } from '../lib/retrievers/bm25/worktree';
-import { retrieveTopK } from '../lib/retrievers/bm25/retriever';
-import { buildDenseIndex, indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense, type DenseWorktreeIndex, type EmbeddingModel } from '../lib/retrievers/dense';
-import { cutPrediction, readPredictionsFile } from '../lib/retrievers/predictions-file';
-import type { Prediction } from '../schemas/predictions';
-import type { EvaluationPrediction, RetrieverConfig } from '../schemas/evaluation';
-import type { EvaluationInstance } from './evaluation-instances';
+import { episodeToPredictionRow, runAgentRetriever } from '../agent';
+import type { EvaluationInstance } from '../evaluation/instances';
+import { LlmError, LlmRequestRejectedError } from '../llm/errors';
+import { locationsToSets } from '../metrics/levels';
+import { RANKED_DEPTH } from '../reports';
+import type { Prediction } from '../../schemas/predictions';
+import type { EvaluationPrediction, RetrieverConfig } from '../../schemas/evaluation';
+import { collectWorktreeFiles, indexWorktree, type WorktreeIndex } from './bm25/worktree';
+import { retrieveTopK } from './bm25/retriever';
+import { buildDenseIndex, indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense, type DenseWorktreeIndex, type EmbeddingModel } from './dense';
+import { cutPrediction, readPredictionsFile } from './predictions-file';
 
 /**
  * One predictor per retriever kind, opened once per shard: BM25 (CodeGrep App. E), the dense embedding
@@ -20,6 +19,21 @@ import type { EvaluationInstance } from './evaluation-instances';
  * endpoint does not serve) fails the shard at once without retry; an endpoint that stays unreachable fails
  * the shard so Temporal retries it later.
  */
+
+/**
+ * A failure that concerns every instance of a shard: `failureType` and `nonRetryable` say how the activity
+ * fails it (the types of temporal.config.ts `retryPolicy.nonRetryableErrorTypes`, as LlmError's).
+ */
+export class PredictorFailure extends Error {
+  constructor(
+    readonly failureType: string,
+    readonly nonRetryable: boolean,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'PredictorFailure';
+  }
+}
 
 export interface Predictor {
   /** Instances of a shard predicted at once. */
@@ -101,7 +115,7 @@ async function densePredictor(retriever: Extract<RetrieverConfig, { kind: 'dense
   try {
     model = await loadEmbeddingModel(retriever.modelDir);
   } catch (error) {
-    throw ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message: `dense retriever "${retriever.name}": ${(error as Error).message}` });
+    throw new PredictorFailure('ConfigError', true, `dense retriever "${retriever.name}": ${(error as Error).message}`);
   }
   const scan = { includeTests: !retriever.excludeTests };
   const denseOptions = { cacheDir: context.embeddingCacheDir, maxChunksPerFile: retriever.maxChunksPerFile };
@@ -156,11 +170,7 @@ function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agent' }>, 
         if (context.signal.aborted) throw error;
         if (error instanceof LlmRequestRejectedError) return failedPrediction(instance, retriever, shape, error.message);
         if (error instanceof LlmError) {
-          throw ApplicationFailure.create({
-            type: error.failureType,
-            nonRetryable: error.nonRetryable,
-            message: `agent retriever "${retriever.name}" on instance ${instance.instanceId}: ${error.message}`,
-          });
+          throw new PredictorFailure(error.failureType, error.nonRetryable, `agent retriever "${retriever.name}" on instance ${instance.instanceId}: ${error.message}`);
         }
         return failedPrediction(instance, retriever, shape, (error as Error).message);
       }
