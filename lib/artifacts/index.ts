@@ -18,3 +18,4 @@ export {
   type MalformedLogLine,
 } from './append-log';
 export { sourceRef } from './source-ref';
+export { readArtifactRows } from './artifact-rows';
