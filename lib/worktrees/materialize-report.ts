@@ -1,10 +1,8 @@
-import { DROPPED_LISTED, type MaterializeSummary } from '../../schemas/environment';
+import { DROPPED_LISTED, type DroppedSample, type MaterializeSummary } from '../../schemas/environment';
 import { REPO_SOURCE_CONFIG_KEY, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
 import type { DiskSummary } from './disk-summary';
 
 /** What the environment stage's worktrees step reports: requests from samples, dropped samples, summary, failure text. */
-
-export type DroppedSample = { instanceId: string; repo: string; commit: string; reason: string };
 
 /** One request per distinct (repo, commit) of the samples, and the instance ids of each `repo@commit`, in sample order. */
 export async function worktreeRequests(
