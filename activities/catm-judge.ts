@@ -9,7 +9,13 @@ import { JudgeInputSchema, type JudgeCounts, type JudgeInput, type JudgeOutput }
 import { JUDGEMENT_SCHEMA_NAME, JUDGEMENT_SCHEMA_VERSION, judgementArrowSchema, type JudgeCandidate, type Judgement } from '../schemas/judge';
 import { ProgressReporter } from './kit';
 
-const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({ relevant: c.relevant, notRelevant: c.notRelevant, defaulted: c.defaulted, skipped: c.skipped, errors: c.errors });
+const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
+  relevant: c.relevant,
+  notRelevant: c.notRelevant,
+  defaulted: c.defaulted,
+  skipped: c.skipped,
+  errors: c.errors,
+});
 
 /**
  * CATM stage 2 (CodeGrep §3.4): judge every candidate. Each judgement is appended to a shard as soon as it is
@@ -63,8 +69,10 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
         await shard.append([judgement]);
         known.set(judgementKey(judgement.trajectoryId, judgement.path), judgement);
       },
-      onProgress: (c) =>
-        progress.report({ stage: 'judge', done: c.resumed + c.relevant + c.notRelevant + c.defaulted + c.errors + c.skipped, total, unit: 'candidates', counts: verdictCounts(c) }),
+      onProgress: (c) => {
+        const done = c.resumed + c.relevant + c.notRelevant + c.defaulted + c.errors + c.skipped;
+        progress.report({ stage: 'judge', done, total, unit: 'candidates', counts: verdictCounts(c) });
+      },
     });
   } catch (error) {
     if (error instanceof LlmError) throw ApplicationFailure.create({ type: error.failureType, message: error.message, nonRetryable: error.nonRetryable });

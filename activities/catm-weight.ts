@@ -33,12 +33,13 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const configHash = hashConfig({ stage: 'weight' });
   const labelInputs = [input.candidates, input.judgements];
   const sampleInputs = [...labelInputs, instances];
-  const labelsOut = { path: path.join(outDir, 'labels.parquet'), schemaName: CATM_LABELS_SCHEMA_NAME, schemaVersion: CATM_LABELS_SCHEMA_VERSION, inputs: labelInputs, configHash };
-  const samplesOut = { path: path.join(outDir, 'samples.parquet'), schemaName: SAMPLES_SCHEMA_NAME, schemaVersion: SAMPLES_SCHEMA_VERSION, inputs: sampleInputs, configHash };
+  // Where each artifact goes and what its cache key is (the same object serves the cache check and the write).
+  const labelsOut = { path: path.join(outDir, 'labels.parquet'), schemaName: CATM_LABELS_SCHEMA_NAME, schemaVersion: CATM_LABELS_SCHEMA_VERSION, inputs: labelInputs };
+  const samplesOut = { path: path.join(outDir, 'samples.parquet'), schemaName: SAMPLES_SCHEMA_NAME, schemaVersion: SAMPLES_SCHEMA_VERSION, inputs: sampleInputs };
   const summaryOut = { schemaName: SUMMARY_SCHEMA.name, schemaVersion: SUMMARY_SCHEMA.version, inputs: sampleInputs, configHash };
 
-  const cachedLabels = await findCachedArtifact(labelsOut.path, labelsOut);
-  const cachedSamples = await findCachedArtifact(samplesOut.path, samplesOut);
+  const cachedLabels = await findCachedArtifact(labelsOut.path, { ...labelsOut, configHash });
+  const cachedSamples = await findCachedArtifact(samplesOut.path, { ...samplesOut, configHash });
   const cachedSummary = await findCachedArtifact(summaryPath, summaryOut);
   if (cachedLabels && cachedSamples && cachedSummary) {
     log.info('weight: cache hit', { samples: cachedSamples.uri });
@@ -64,13 +65,13 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
         yield label;
       }
     };
-    const labels = await writeParquetArtifact({ ...labelsOut, arrowSchema: catmLabelsArrowSchema, rows: labelRows() });
+    const labels = await writeParquetArtifact({ ...labelsOut, configHash, arrowSchema: catmLabelsArrowSchema, rows: labelRows() });
     progress.report({ stage: 'weight', done: 2, total: 3, unit: 'passes', counts: { weighted: stats.candidates, retained } });
 
     // Samples: instances streamed, retained labels indexed in memory (few).
     const index = await indexRetainedLabels(readArtifactRows(labels.uri, (row) => CatmLabelSchema.parse(row)));
     const run = buildSamples(readRows(input.instancesPath), index, { source: `instances ${input.instancesPath}` });
-    const samples = await writeParquetArtifact({ ...samplesOut, arrowSchema: samplesArrowSchema, rows: run.samples }).catch((error: unknown) => rethrowAsFailure(error));
+    const samples = await writeParquetArtifact({ ...samplesOut, configHash, arrowSchema: samplesArrowSchema, rows: run.samples }).catch(rethrowAsFailure);
     const samplesSummary = run.summary();
     const summary: WeightSummary = {
       beta: model?.beta ?? null,

@@ -59,7 +59,8 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
       const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
       const { truth, error } = await sampleGroundTruth(patches.get(sample.instanceId), fileChanges.get(sample.instanceId), worktree, summary);
       rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
-      progress.report({ stage: 'ground-truth', done: summary.samples - withoutWorktree, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
+      const done = summary.samples - withoutWorktree;
+      progress.report({ stage: 'ground-truth', done, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
     }
   } finally {
     progress.close();

@@ -54,7 +54,9 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   let rows: ScoredPrediction[];
   try {
-    rows = await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) => heartbeat.report({ stage: 'predict', done, total: shard.length, unit, counts: {} }));
+    rows = await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) =>
+      heartbeat.report({ stage: 'predict', done, total: shard.length, unit, counts: {} }),
+    );
   } catch (error) {
     rethrowPredictorFailure(error);
   } finally {

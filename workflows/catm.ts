@@ -25,7 +25,12 @@ export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
   const common = { runId: config.runId, runDir: config.runDir };
   const { inputs } = config;
 
-  const mined = await trackedStep(tracker, 'mine', () => mine({ ...common, trajectoriesPath: inputs.trajectories }), (m) => `${m.summary.candidatesAfterTokenFilter} candidates`);
+  const mined = await trackedStep(
+    tracker,
+    'mine',
+    () => mine({ ...common, trajectoriesPath: inputs.trajectories }),
+    (m) => `${m.summary.candidatesAfterTokenFilter} candidates`,
+  );
   const judged = await trackedStep(
     tracker,
     'judge',

@@ -60,11 +60,21 @@ function evaluationPredictions(config: ResolvedConfig, finished: Finished): Reco
 /** SPEC §1, in order. */
 const pipelineSteps = [
   step({ stage: 'catm', needs: [], workflow: catm, input: (config) => config }),
-  step({ stage: 'environment', needs: ['catm'], workflow: environment, input: (config, finished) => ({ ...config, artifacts: finished.catm ? { samples: finished.catm.samples } : undefined }) }),
+  step({
+    stage: 'environment',
+    needs: ['catm'],
+    workflow: environment,
+    input: (config, finished) => ({ ...config, artifacts: finished.catm ? { samples: finished.catm.samples } : undefined }),
+  }),
   // GRPO on the GPU worker (task queue codegrep-gpu): segments of steps, resumable from checkpoints.
   step({ stage: 'training', needs: ['environment'], workflow: training, input: withEnvironmentSamples }),
   step({ stage: 'evaluation', needs: ['environment'], workflow: evaluation, input: withEnvironmentSamples }),
-  step({ stage: 'downstream', needs: ['environment', 'evaluation'], workflow: downstream, input: (config, finished) => ({ ...config, artifacts: { predictions: evaluationPredictions(config, finished) } }) }),
+  step({
+    stage: 'downstream',
+    needs: ['environment', 'evaluation'],
+    workflow: downstream,
+    input: (config, finished) => ({ ...config, artifacts: { predictions: evaluationPredictions(config, finished) } }),
+  }),
 ];
 
 /**

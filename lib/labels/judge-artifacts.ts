@@ -51,7 +51,10 @@ export async function countVerdicts(uri: string): Promise<JudgeCounts> {
  * The candidates the judge kept (CodeGrep §3.4: anything not explicitly NOT_RELEVANT), with their verdicts, in
  * candidate order. Returns a function so the weighting stage can stream them once per pass.
  */
-export async function keptCandidates(candidatesUri: string, judgementsUri: string): Promise<() => AsyncGenerator<{ candidate: MinedCandidate; verdict: JudgeVerdict }>> {
+export async function keptCandidates(
+  candidatesUri: string,
+  judgementsUri: string,
+): Promise<() => AsyncGenerator<{ candidate: MinedCandidate; verdict: JudgeVerdict }>> {
   const verdicts = new Map<string, JudgeVerdict>();
   for await (const judgement of readArtifactRows(judgementsUri, (row) => JudgementSchema.parse(row))) {
     verdicts.set(judgementKey(judgement.trajectoryId, judgement.path), judgement.verdict);

@@ -9,7 +9,16 @@ import { groundTruthForPatch, type ReadPreImage } from './ground-truth';
 /** A pre-image read is one `git cat-file`: a minute means git is stuck, not busy. */
 const PRE_IMAGE_TIMEOUT_MS = 60_000;
 
-const emptyTruth: GroundTruth = { files: [], lineRanges: [], changedLineRanges: [], modules: [], functions: [], newFiles: [], deletedFiles: [], preImageErrors: [] };
+const emptyTruth: GroundTruth = {
+  files: [],
+  lineRanges: [],
+  changedLineRanges: [],
+  modules: [],
+  functions: [],
+  newFiles: [],
+  deletedFiles: [],
+  preImageErrors: [],
+};
 
 /**
  * The pre-image of a repo-relative path at the worktree's commit, read from git's object store (never through
@@ -20,7 +29,10 @@ export function preImageReader(worktree: string): ReadPreImage {
 }
 
 /** The gold patch and, for CodeScout-layout instances, the `file_changes` labels of the `wanted` instances. */
-export async function goldPatches(instancesPath: string, wanted: ReadonlySet<string>): Promise<{ patches: Map<string, string>; fileChanges: Map<string, FileChange[]> }> {
+export async function goldPatches(
+  instancesPath: string,
+  wanted: ReadonlySet<string>,
+): Promise<{ patches: Map<string, string>; fileChanges: Map<string, FileChange[]> }> {
   const patches = new Map<string, string>();
   const fileChanges = new Map<string, FileChange[]>();
   for await (const record of readRows(instancesPath)) {
