@@ -4,7 +4,7 @@ import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
 import { activityOptions } from './activity-options';
-import { settleAll, validatedConfig } from './helpers';
+import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
 import { rootMessage } from '../lib/errors/root-message';
 
@@ -64,14 +64,13 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
-  tracker.start('plan');
-  const plan = await planEvaluation({
-    ...common,
-    samples,
-    evaluation: evaluationConfig,
-    outputLabel: evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null,
-  });
-  tracker.finish('plan', 'completed', `${plan.instances} instances × ${plan.retrievers.length} retrievers in ${plan.shardCount} shards`);
+  const outputLabel = evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null;
+  const plan = await trackedStep(
+    tracker,
+    'plan',
+    () => planEvaluation({ ...common, samples, evaluation: evaluationConfig, outputLabel }),
+    (p) => `${p.instances} instances × ${p.retrievers.length} retrievers in ${p.shardCount} shards`,
+  );
 
   tracker.start('predict');
   const total = plan.retrievers.length * plan.shardCount;
@@ -103,9 +102,12 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   }
   tracker.finish('predict', failedShards > 0 ? 'failed' : cached === total ? 'cached' : 'completed', note);
 
-  tracker.start('report');
-  const summary = await summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers });
-  tracker.finish('report', 'completed', summary.report.markdown);
+  const summary = await trackedStep(
+    tracker,
+    'report',
+    () => summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers }),
+    (s) => s.report.markdown,
+  );
   tracker.complete();
   return {
     ...summary,
