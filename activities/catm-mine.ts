@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { ApplicationFailure, log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, InputFileError, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { log } from '@temporalio/activity';
+import { findCachedArtifact, hashConfig, readJsonArtifact, readRows, sourceRef, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { MIN_REASONING_TOKENS } from '../lib/trajectories/catm-parameters';
 import { mineTrajectories } from '../lib/trajectories/mine-trajectories';
 import { MineInputSchema, type MineInput, type MineOutput } from '../schemas/catm';
@@ -10,8 +10,7 @@ import {
   MiningSummarySchema,
   minedCandidatesArrowSchema,
 } from '../schemas/mining';
-import { ProgressReporter } from './kit';
-import { sourceRef } from './source-ref';
+import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
 
 const SUMMARY_SCHEMA = { name: 'catm.mining-summary', version: 1 } as const;
 
@@ -22,7 +21,7 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
   const candidatesPath = path.join(outDir, 'candidates.parquet');
   const summaryPath = path.join(outDir, 'mining-summary.json');
   const source = await sourceRef(input.trajectoriesPath).catch((error: unknown) => {
-    throw ApplicationFailure.create({ type: 'InvalidInput', nonRetryable: true, message: `trajectories ${input.trajectoriesPath}: ${(error as Error).message}` });
+    throw invalidInput(`trajectories ${input.trajectoriesPath}: ${(error as Error).message}`);
   });
   const configHash = hashConfig({ stage: 'mine', minReasoningTokens: MIN_REASONING_TOKENS, tokenizer: 'qwen3' });
   const expect = { inputs: [source], configHash };
@@ -58,10 +57,7 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
     });
   } catch (error) {
     progress.close();
-    if (error instanceof InputFileError) {
-      throw ApplicationFailure.create({ type: 'InvalidInput', nonRetryable: true, message: error.message });
-    }
-    throw error;
+    rethrowAsFailure(error);
   }
   const summary = run.summary();
   await writeJsonArtifact(summaryPath, summary, { schemaName: SUMMARY_SCHEMA.name, schemaVersion: SUMMARY_SCHEMA.version, inputs: [source], configHash });

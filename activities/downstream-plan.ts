@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import { hashConfig, writeJsonArtifact } from '../lib/artifacts';
+import { hashConfig, sourceRef, writeJsonArtifact } from '../lib/artifacts';
 import { downstreamPaths } from '../lib/downstream/layout';
 import { planDownstreamRuns, planWarnings } from '../lib/downstream/plan';
 import { PlanDownstreamInputSchema, type PlanDownstreamInput, type PlanDownstreamOutput } from '../schemas/downstream/activity-io';
 import { DOWNSTREAM_PLAN_SCHEMA_NAME, DOWNSTREAM_PLAN_SCHEMA_VERSION } from '../schemas/downstream/plan';
 import { rethrowAsFailure } from './kit';
-import { sourceRef } from './source-ref';
+
 
 /**
  * The downstream stage's plan (lib/downstream/plan.ts), written as `downstream/plans/<hash>.json`: what every

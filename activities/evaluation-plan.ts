@@ -1,11 +1,11 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ApplicationFailure, log } from '@temporalio/activity';
-import { hashConfig } from '../lib/artifacts';
+import { log } from '@temporalio/activity';
+import { hashConfig, sourceRef } from '../lib/artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import { PlanEvaluationInputSchema, type EvaluationPlan, type PlanEvaluationInput, type RetrieverConfig, type RetrieverPlan } from '../schemas/evaluation';
-import { loadEvaluationInstances, shardCountFor } from './evaluation-instances';
-import { sourceRef } from './source-ref';
+import { loadEvaluationInstances, shardCountFor } from '../lib/evaluation/instances';
+import { invalidInput } from './kit';
 
 /**
  * A model folder's identity for the cache key: every file's relative path, size and modification time.
@@ -46,18 +46,12 @@ export async function planEvaluation(rawInput: PlanEvaluationInput): Promise<Eva
   const { evaluation } = input;
   const loaded = await loadEvaluationInstances(input.samples.uri, evaluation.instances);
   if (loaded.unknown.length > 0) {
-    throw ApplicationFailure.create({
-      type: 'InvalidInput',
-      nonRetryable: true,
-      message: `evaluation.instances: ${loaded.unknown.slice(0, 10).join(', ')}${loaded.unknown.length > 10 ? ` (and ${loaded.unknown.length - 10} more)` : ''} are not samples with ground truth in ${input.samples.uri}`,
-    });
+    const more = loaded.unknown.length > 10 ? ` (and ${loaded.unknown.length - 10} more)` : '';
+    throw invalidInput(`evaluation.instances: ${loaded.unknown.slice(0, 10).join(', ')}${more} are not samples with ground truth in ${input.samples.uri}`);
   }
   if (loaded.instances.length === 0) {
-    throw ApplicationFailure.create({
-      type: 'InvalidInput',
-      nonRetryable: true,
-      message: `no sample in ${input.samples.uri} has ground truth to evaluate against (${loaded.withoutGroundTruth} without ground truth, ${loaded.notSelected} not selected)`,
-    });
+    const excluded = `${loaded.withoutGroundTruth} without ground truth, ${loaded.notSelected} not selected`;
+    throw invalidInput(`no sample in ${input.samples.uri} has ground truth to evaluate against (${excluded})`);
   }
   const outputDir = path.join(input.runDir, 'evaluation', ...(input.outputLabel ? [input.outputLabel] : []));
   const shardCount = shardCountFor(loaded.instances.length, evaluation.shardSize);

@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readRows, writeParquetArtifact } from '../lib/artifacts';
-import { scoreInstance } from '../lib/reports';
+import { loadEvaluationInstances, shardFileName, shardOf } from '../lib/evaluation/instances';
+import { predictAndScore, type ScoredPrediction } from '../lib/evaluation/predict-shard';
+import { openPredictor, PredictorFailure } from '../lib/retrievers/predictors';
 import {
   EVALUATION_SCHEMA_VERSION,
   EVALUATION_SHARD_SCHEMA_NAME,
@@ -9,32 +11,8 @@ import {
   evaluationShardArrowSchema,
   type EvaluateShardInput,
   type EvaluateShardOutput,
-  type EvaluationPrediction,
-  type InstanceMetrics,
 } from '../schemas/evaluation';
-import { loadEvaluationInstances, shardFileName, shardOf, type EvaluationInstance } from './evaluation-instances';
-import { openPredictor } from './evaluation-retrievers';
-import { ProgressReporter } from './kit';
-
-/** Runs `task` over `items` with at most `limit` in flight; results in input order; the first failure is rethrown once all started tasks settled. */
-async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  let failure: { error: unknown } | null = null;
-  const worker = async () => {
-    while (failure === null && next < items.length) {
-      const i = next++;
-      try {
-        results[i] = await task(items[i]!);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  if (failure) throw (failure as { error: unknown }).error;
-  return results;
-}
+import { invalidInput, ProgressReporter } from './kit';
 
 async function countFailed(uri: string): Promise<number> {
   let failed = 0;
@@ -52,7 +30,7 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const started = Date.now();
   const plan = input.retriever;
   const retriever = input.evaluation.retrievers.find((r) => r.name === plan.name);
-  if (!retriever) throw ApplicationFailure.create({ type: 'InvalidInput', nonRetryable: true, message: `retriever "${plan.name}" is not in evaluation.retrievers` });
+  if (!retriever) throw invalidInput(`retriever "${plan.name}" is not in evaluation.retrievers`);
   const shardPath = path.join(plan.shardDir, shardFileName(input.shardIndex, input.shardCount));
   const inputs = [input.samples, ...plan.inputs];
   const configHash = hashConfig({ stage: 'evaluation-shard', planHash: plan.planHash, shardIndex: input.shardIndex, shardCount: input.shardCount });
@@ -68,20 +46,19 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const shard = shardOf(loaded.instances, input.evaluation.shardSize, input.shardIndex);
   // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
   const heartbeat = new ProgressReporter();
-  const context = Context.current();
-  const predictor = await openPredictor(retriever, { signal: context.cancellationSignal, embeddingCacheDir: path.join(path.dirname(input.runDir), 'embeddings') });
-  let done = 0;
-  let rows: (EvaluationPrediction & InstanceMetrics)[];
+  const embeddingCacheDir = path.join(path.dirname(input.runDir), 'embeddings');
+  const predictor = await openPredictor(retriever, { signal: Context.current().cancellationSignal, embeddingCacheDir }).catch((error: unknown) => {
+    heartbeat.close();
+    return rethrowPredictorFailure(error);
+  });
+  const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
+  let rows: ScoredPrediction[];
   try {
-    rows = await mapWithConcurrency(shard, predictor.concurrency, async (instance: EvaluationInstance) => {
-      const t0 = performance.now();
-      const prediction = await predictor.predict(instance);
-      prediction.ms = performance.now() - t0;
-      const metrics = scoreInstance(prediction, instance.truth, input.evaluation.fileTarget);
-      done++;
-      heartbeat.report({ stage: 'predict', done, total: shard.length, unit: `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`, counts: {} });
-      return { ...prediction, ...metrics };
-    });
+    rows = await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) =>
+      heartbeat.report({ stage: 'predict', done, total: shard.length, unit, counts: {} }),
+    );
+  } catch (error) {
+    rethrowPredictorFailure(error);
   } finally {
     heartbeat.close();
     await predictor.close();
@@ -98,4 +75,10 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const failed = rows.filter((r) => r.failed).length;
   log.info('evaluation shard: done', { retriever: plan.name, shard: input.shardIndex, instances: rows.length, failed });
   return { retriever: plan.name, shardIndex: input.shardIndex, shard: ref, cached: false, instances: rows.length, failed, ms: Date.now() - started };
+}
+
+/** A failure that concerns every instance of the shard (a refused API key, a model folder that cannot load). */
+function rethrowPredictorFailure(error: unknown): never {
+  if (error instanceof PredictorFailure) throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+  throw error;
 }

@@ -9,28 +9,26 @@ import {
   EVALUATION_PREDICTIONS_SCHEMA_NAME,
   EVALUATION_SCHEMA_VERSION,
   EVALUATION_SUMMARY_SCHEMA_NAME,
-  EvaluationPredictionSchema,
-  InstanceMetricsSchema,
+  EvaluationShardRowSchema,
   METRIC_COLUMNS,
   PREDICTION_COLUMNS,
   SummarizeEvaluationInputSchema,
   evaluationPredictionsArrowSchema,
   instanceMetricsArrowSchema,
+  type EvaluationShardRow,
   type EvaluationSummary,
   type SummarizeEvaluationInput,
   type SummarizeEvaluationOutput,
 } from '../schemas/evaluation';
 import { ProgressReporter } from './kit';
 
-const ShardRowSchema = EvaluationPredictionSchema.extend(InstanceMetricsSchema.shape);
-type ShardRow = ReturnType<typeof ShardRowSchema.parse>;
 
-async function readShardRows(refs: readonly ArtifactRef[]): Promise<ShardRow[]> {
-  const rows: ShardRow[] = [];
+async function readShardRows(refs: readonly ArtifactRef[]): Promise<EvaluationShardRow[]> {
+  const rows: EvaluationShardRow[] = [];
   for (const ref of refs) {
     for await (const record of readRows(ref.uri)) {
       if ('error' in record) throw new Error(`evaluation shard ${ref.uri} row ${record.ordinal}: ${record.error}`);
-      const parsed = ShardRowSchema.safeParse(record.row);
+      const parsed = EvaluationShardRowSchema.safeParse(record.row);
       if (!parsed.success) throw new Error(`evaluation shard ${ref.uri} row ${record.ordinal}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
       rows.push(parsed.data);
     }
@@ -42,7 +40,7 @@ function project(row: Record<string, unknown>, columns: readonly string[]): Reco
   return Object.fromEntries(columns.map((c) => [c, row[c]]));
 }
 
-async function mergedArtifact(file: string, schemaName: string, arrowSchema: typeof evaluationPredictionsArrowSchema, columns: readonly string[], rows: readonly ShardRow[], inputs: ArtifactRef[]): Promise<ArtifactRef> {
+async function mergedArtifact(file: string, schemaName: string, arrowSchema: typeof evaluationPredictionsArrowSchema, columns: readonly string[], rows: readonly EvaluationShardRow[], inputs: ArtifactRef[]): Promise<ArtifactRef> {
   const expectation = { schemaName, schemaVersion: EVALUATION_SCHEMA_VERSION, inputs, configHash: hashConfig({ stage: schemaName, columns }) };
   return (
     (await findCachedArtifact(file, expectation)) ??
@@ -68,7 +66,7 @@ export async function summarizeEvaluation(rawInput: SummarizeEvaluationInput): P
     keepAlive.report({ stage: 'report', done: 1, total: 3, unit: 'steps', counts: {} });
 
     const { bootstrap } = input.evaluation;
-    const byRetriever = new Map<string, ShardRow[]>();
+    const byRetriever = new Map<string, EvaluationShardRow[]>();
     for (const row of rows) {
       const own = byRetriever.get(row.retriever);
       if (own) own.push(row);

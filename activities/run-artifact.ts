@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
 import { readManifest, refFromManifest } from '../lib/artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
+import { invalidInput } from './kit';
 
 /**
  * The ref of an artifact an earlier run of a stage left in the run directory, for stages started on their own
@@ -11,11 +11,8 @@ export async function findRunArtifact(input: { runDir: string; relativePath: str
   const uri = path.join(input.runDir, input.relativePath);
   const read = await readManifest(uri);
   if (read.status !== 'ok') {
-    throw ApplicationFailure.create({
-      type: 'InvalidInput',
-      nonRetryable: true,
-      message: `${uri} is not there (${read.status === 'missing' ? 'no manifest' : read.reason}): run the ${input.producedBy} stage first, or include it in stages`,
-    });
+    const why = read.status === 'missing' ? 'no manifest' : read.reason;
+    throw invalidInput(`${uri} is not there (${why}): run the ${input.producedBy} stage first, or include it in stages`);
   }
   return refFromManifest(read.manifest);
 }

@@ -1,8 +1,6 @@
-import path from 'node:path';
 import { resolveAgentLimits } from '../lib/agent';
 import { recipePreset, trainerRecipeName } from '../lib/recipes';
-import type { ResolvedTrainingConfig, TrainingConfig } from '../schemas/training';
-import { temporalConfig } from '../temporal.config';
+import type { ResolvedTrainingConfig } from '../schemas/training';
 
 /** trainer/config.py spells Dr.GRPO `dr_grpo`. */
 const TRAINER_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', drgrpo: 'dr_grpo' } as const;
@@ -59,20 +57,6 @@ export function environmentLimits(training: ResolvedTrainingConfig) {
     maxTurns: training.limits.maxTurns ?? recipePreset(training.recipe).maxTurns,
     ...(training.limits.maxToolCallsPerTurn === undefined ? {} : { maxToolCallsPerTurn: training.limits.maxToolCallsPerTurn }),
   });
-}
-
-/**
- * The training section with its paths made absolute against `baseDir` (the worker's working directory) and
- * the GPU task queue filled in from temporal.config.ts. Paths are not checked here: the model directory and
- * the Python live on the GPU node, where the segment activity checks them.
- */
-export function resolveTrainingPaths(training: TrainingConfig, baseDir: string): ResolvedTrainingConfig {
-  return {
-    ...training,
-    modelDir: path.resolve(baseDir, training.modelDir),
-    python: path.resolve(baseDir, training.python),
-    gpuTaskQueue: training.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
-  };
 }
 
 /**

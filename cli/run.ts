@@ -3,7 +3,7 @@ import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@tempor
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import type { PipelineResult } from '../workflows/pipeline';
 import type { WorkflowProgress } from '../schemas/progress';
-import { resolveConfig } from '../activities/validate-config';
+import { resolveConfig } from '../lib/config';
 import { readConfigFile } from './config-file';
 import { startDevServer } from './dev-server';
 import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';

@@ -16,7 +16,7 @@ import {
   type Range,
   type ScheduleHandle,
 } from '@temporalio/client';
-import { resolveConfig, type ResolvedConfig } from '../activities/validate-config';
+import { resolveConfig, type ResolvedConfig } from '../lib/config';
 import { ConfigError } from '../schemas/config';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import { readConfigFile } from './config-file';

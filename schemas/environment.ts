@@ -1,9 +1,9 @@
-import * as arrow from 'apache-arrow';
 import { z } from 'zod';
 import { ArtifactRefSchema } from './artifact-ref';
 import { EnvironmentConfigSchema } from './config';
-import { groundTruthArrowFields, GROUND_TRUTH_SCHEMA_VERSION } from './ground-truth';
-import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, samplesArrowSchema } from './samples';
+import { columns, nullable, utf8 } from './columns';
+import { groundTruthColumns, GROUND_TRUTH_SCHEMA_VERSION } from './ground-truth';
+import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, sampleColumns } from './samples';
 
 /**
  * The environment stage (CodeGrep §3.3, App. A): worktrees per (repo, commit), and the samples artifact
@@ -13,13 +13,14 @@ import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, samplesArrowSchema } from 
 export const ENVIRONMENT_SAMPLES_SCHEMA_NAME = SAMPLES_SCHEMA_NAME;
 export const ENVIRONMENT_SAMPLES_SCHEMA_VERSION = SAMPLES_SCHEMA_VERSION + 1;
 
-export const environmentSamplesArrowSchema = new arrow.Schema([
-  ...samplesArrowSchema.fields,
-  ...groundTruthArrowFields(),
-  new arrow.Field('worktreePath', new arrow.Utf8(), true),
+export const environmentSampleColumns = columns({
+  ...sampleColumns.shape,
+  ...groundTruthColumns.shape,
+  worktreePath: nullable(utf8()),
   /** Null when ground truth was derived; otherwise why it could not be (no worktree, unparseable patch). */
-  new arrow.Field('groundTruthError', new arrow.Utf8(), true),
-]);
+  groundTruthError: nullable(utf8()),
+});
+export const environmentSamplesArrowSchema = environmentSampleColumns.arrowSchema();
 export { GROUND_TRUTH_SCHEMA_VERSION };
 
 const stageBase = {
@@ -33,6 +34,16 @@ export const MaterializeInputSchema = z.object({
   environment: EnvironmentConfigSchema.extend({ cacheDir: z.string(), worktreesDir: z.string() }),
 });
 export type MaterializeInput = z.input<typeof MaterializeInputSchema>;
+
+/** At most this many dropped samples are listed in the summary (workflow history); the Parquet table has all. */
+export const DROPPED_LISTED = 200;
+
+export const DROPPED_SCHEMA_NAME = 'environment-dropped';
+export const DROPPED_SCHEMA_VERSION = 1;
+/** One sample the environment stage dropped: its commit could not be materialized, and why. */
+export const droppedSampleColumns = columns({ instanceId: utf8(), repo: utf8(), commit: utf8(), reason: utf8() });
+export const droppedArrowSchema = droppedSampleColumns.arrowSchema({ schemaName: DROPPED_SCHEMA_NAME, schemaVersion: String(DROPPED_SCHEMA_VERSION) });
+export type DroppedSample = z.infer<typeof droppedSampleColumns.zod>;
 
 export const MaterializeSummarySchema = z.object({
   commits: z.number().int(),
@@ -52,7 +63,7 @@ export const MaterializeSummarySchema = z.object({
   /** Samples dropped because their commit could not be materialized (`onUnavailable: skip`). */
   droppedSamples: z.number().int(),
   /** The dropped samples with their reason (the first DROPPED_LISTED; all of them are in environment/dropped.parquet). */
-  dropped: z.array(z.object({ instanceId: z.string(), repo: z.string(), commit: z.string(), reason: z.string() })),
+  dropped: z.array(droppedSampleColumns.zod),
 });
 export type MaterializeSummary = z.infer<typeof MaterializeSummarySchema>;
 
@@ -63,24 +74,6 @@ export const MaterializeOutputSchema = z.object({
   summary: MaterializeSummarySchema,
 });
 
-/** At most this many dropped samples are listed in the summary (workflow history); the Parquet table has all. */
-export const DROPPED_LISTED = 200;
-
-export const DROPPED_SCHEMA_NAME = 'environment-dropped';
-export const DROPPED_SCHEMA_VERSION = 1;
-/** One sample the environment stage dropped: its commit could not be materialized, and why. */
-export const droppedArrowSchema = new arrow.Schema(
-  [
-    new arrow.Field('instanceId', new arrow.Utf8(), false),
-    new arrow.Field('repo', new arrow.Utf8(), false),
-    new arrow.Field('commit', new arrow.Utf8(), false),
-    new arrow.Field('reason', new arrow.Utf8(), false),
-  ],
-  new Map([
-    ['schemaName', DROPPED_SCHEMA_NAME],
-    ['schemaVersion', String(DROPPED_SCHEMA_VERSION)],
-  ]),
-);
 export type MaterializeOutput = z.infer<typeof MaterializeOutputSchema>;
 
 export const GroundTruthInputSchema = z.object({

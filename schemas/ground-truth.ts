@@ -1,5 +1,6 @@
-import { Field, List, Struct, Utf8, Int32, type DataType } from 'apache-arrow';
+import type { Field } from 'apache-arrow';
 import { z } from 'zod';
+import { columns, int32, list, struct, utf8 } from './columns';
 
 /**
  * Ground truth derived from a gold patch (SPEC §5 "Ground truth from patches"; CodeScout §3.1). These are the
@@ -38,14 +39,6 @@ export const GroundTruthSchema = z.object({
 });
 export type GroundTruth = z.infer<typeof GroundTruthSchema>;
 
-const utf8List = () => new List(new Field('item', new Utf8(), false));
-const structList = (fields: Field[]) => new List(new Field('item', new Struct(fields), false));
-const rangeStruct = () => [
-  new Field('path', new Utf8(), false),
-  new Field('start', new Int32(), false),
-  new Field('end', new Int32(), false),
-];
-
 /** Arrow column name for each ground-truth field, as the samples artifact stores them. */
 export const GROUND_TRUTH_COLUMNS = {
   files: 'gold_files',
@@ -58,21 +51,24 @@ export const GROUND_TRUTH_COLUMNS = {
   preImageErrors: 'gold_pre_image_errors',
 } as const satisfies Record<keyof GroundTruth, string>;
 
-/** Arrow fields for the ground-truth columns (all non-null lists; empty list when nothing applies). */
+const lineRangeStruct = () => struct({ path: utf8(), start: int32(), end: int32() }, GoldLineRangeSchema);
+const { shape } = GroundTruthSchema;
+
+/** The ground-truth columns (all non-null lists; empty list when nothing applies), zod from GroundTruthSchema. */
+export const groundTruthColumns = columns({
+  gold_files: list(utf8(), shape.files),
+  gold_line_ranges: list(lineRangeStruct(), shape.lineRanges),
+  gold_changed_line_ranges: list(lineRangeStruct(), shape.changedLineRanges),
+  gold_modules: list(utf8(), shape.modules),
+  gold_functions: list(utf8(), shape.functions),
+  gold_new_files: list(utf8(), shape.newFiles),
+  gold_deleted_files: list(utf8(), shape.deletedFiles),
+  gold_pre_image_errors: list(struct({ path: utf8(), message: utf8() }, PreImageErrorSchema), shape.preImageErrors),
+} satisfies { [K in keyof GroundTruth as (typeof GROUND_TRUTH_COLUMNS)[K]]: unknown });
+
+/** Arrow fields for the ground-truth columns, in GROUND_TRUTH_COLUMNS order. */
 export function groundTruthArrowFields(): Field[] {
-  const types: Record<keyof GroundTruth, DataType> = {
-    files: utf8List(),
-    lineRanges: structList(rangeStruct()),
-    changedLineRanges: structList(rangeStruct()),
-    modules: utf8List(),
-    functions: utf8List(),
-    newFiles: utf8List(),
-    deletedFiles: utf8List(),
-    preImageErrors: structList([new Field('path', new Utf8(), false), new Field('message', new Utf8(), false)]),
-  };
-  return (Object.keys(GROUND_TRUTH_COLUMNS) as (keyof GroundTruth)[]).map(
-    (key) => new Field(GROUND_TRUTH_COLUMNS[key], types[key], false),
-  );
+  return groundTruthColumns.fields();
 }
 
 export type GroundTruthColumns = { [K in keyof GroundTruth as (typeof GROUND_TRUTH_COLUMNS)[K]]: GroundTruth[K] };

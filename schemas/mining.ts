@@ -1,5 +1,5 @@
-import * as arrow from 'apache-arrow';
 import { z } from 'zod';
+import { columns, int32, utf8 } from './columns';
 
 /**
  * CATM stage 1 (CodeGrep §3.4, App. A.2): the trajectory rows it reads and the candidates it writes.
@@ -41,40 +41,31 @@ export function parseTrajectoryRow(row: Record<string, unknown>): ReturnType<typ
  * One mined candidate: a file some agent viewed in one trajectory, with the longest post-reasoning that
  * followed any of its views (App. A.2). One row per (trajectoryId, path).
  */
-export const MinedCandidateSchema = z.object({
-  trajectoryId: z.string(),
-  instanceId: z.string(),
+export const minedCandidateColumns = columns({
+  trajectoryId: utf8(),
+  instanceId: utf8(),
   /** `owner/name`. */
-  repo: z.string(),
+  repo: utf8(),
   /** Repository-relative, forward slashes, no leading `/` (lib/paths/normalize). */
-  path: z.string(),
+  path: utf8(),
   /** `content` of the first assistant message after the view's turn (the longest such, over all views). */
-  postReasoning: z.string(),
+  postReasoning: utf8(),
   /** l(f): Qwen3 tokens of `postReasoning`. */
-  postReasoningTokens: z.number().int().nonnegative(),
+  postReasoningTokens: int32(z.number().int().nonnegative()),
   /** Views of this path in this trajectory that survived every filter (all of them count, not just the kept one). */
-  viewCount: z.number().int().positive(),
+  viewCount: int32(z.number().int().positive()),
   /** 0-based index, in the row's `trajectory` array, of the assistant message that first viewed the path. */
-  firstTurnIndex: z.number().int().nonnegative(),
+  firstTurnIndex: int32(z.number().int().nonnegative()),
   /** 0-based index, in the row's `trajectory` array, of the assistant message whose content is `postReasoning`. */
-  postReasoningTurnIndex: z.number().int().nonnegative(),
+  postReasoningTurnIndex: int32(z.number().int().nonnegative()),
 });
+export const MinedCandidateSchema = minedCandidateColumns.zod;
 export type MinedCandidate = z.infer<typeof MinedCandidateSchema>;
 
 export const MINED_CANDIDATES_SCHEMA_NAME = 'catm.mined-candidates';
 export const MINED_CANDIDATES_SCHEMA_VERSION = 1;
 
-export const minedCandidatesArrowSchema = new arrow.Schema([
-  new arrow.Field('trajectoryId', new arrow.Utf8(), false),
-  new arrow.Field('instanceId', new arrow.Utf8(), false),
-  new arrow.Field('repo', new arrow.Utf8(), false),
-  new arrow.Field('path', new arrow.Utf8(), false),
-  new arrow.Field('postReasoning', new arrow.Utf8(), false),
-  new arrow.Field('postReasoningTokens', new arrow.Int32(), false),
-  new arrow.Field('viewCount', new arrow.Int32(), false),
-  new arrow.Field('firstTurnIndex', new arrow.Int32(), false),
-  new arrow.Field('postReasoningTurnIndex', new arrow.Int32(), false),
-]);
+export const minedCandidatesArrowSchema = minedCandidateColumns.arrowSchema();
 
 /** Why a whole row was not mined. `missingOrInvalid:<column>` names the first bad column. */
 export const ROW_SKIP_REASONS = [

@@ -1,5 +1,5 @@
-import * as arrow from 'apache-arrow';
 import { z } from 'zod';
+import { bool, columns, float64, int32, list, struct, utf8 } from './columns';
 import { JudgeVerdictSchema } from './judge';
 
 /**
@@ -11,94 +11,61 @@ import { JudgeVerdictSchema } from './judge';
  * One weighted CATM label: a mined candidate that passed the reasoning-length filter and was kept by the judge
  * (every verdict but NOT_RELEVANT), with its weights. `retained` says whether it enters G(x).
  */
-export const CatmLabelSchema = z.object({
-  instanceId: z.string().min(1),
-  trajectoryId: z.string().min(1),
-  repo: z.string().min(1),
+export const catmLabelColumns = columns({
+  instanceId: utf8(z.string().min(1)),
+  trajectoryId: utf8(z.string().min(1)),
+  repo: utf8(z.string().min(1)),
   /** Repository-relative path. */
-  path: z.string().min(1),
+  path: utf8(z.string().min(1)),
   /** l(f), Qwen3 tokens of the post-reasoning. */
-  postReasoningTokens: z.number().int().nonnegative(),
-  verdict: JudgeVerdictSchema,
+  postReasoningTokens: int32(z.number().int().nonnegative()),
+  verdict: utf8(JudgeVerdictSchema),
   /** w̃(f), Eq. 1. */
-  unnormalizedWeight: z.number().min(0).max(1),
+  unnormalizedWeight: float64(z.number().min(0).max(1)),
   /** w(f) = w̃(f)/µraw, Eq. 2. */
-  weight: z.number().nonnegative(),
+  weight: float64(z.number().nonnegative()),
   /** w(f) ≥ 0.15. */
-  retained: z.boolean(),
+  retained: bool(),
 });
+export const CatmLabelSchema = catmLabelColumns.zod;
 export type CatmLabel = z.infer<typeof CatmLabelSchema>;
 
 export const CATM_LABELS_SCHEMA_NAME = 'catm.labels';
 export const CATM_LABELS_SCHEMA_VERSION = 1;
 
-export const catmLabelsArrowSchema = new arrow.Schema([
-  new arrow.Field('instanceId', new arrow.Utf8(), false),
-  new arrow.Field('trajectoryId', new arrow.Utf8(), false),
-  new arrow.Field('repo', new arrow.Utf8(), false),
-  new arrow.Field('path', new arrow.Utf8(), false),
-  new arrow.Field('postReasoningTokens', new arrow.Int32(), false),
-  new arrow.Field('verdict', new arrow.Utf8(), false),
-  new arrow.Field('unnormalizedWeight', new arrow.Float64(), false),
-  new arrow.Field('weight', new arrow.Float64(), false),
-  new arrow.Field('retained', new arrow.Bool(), false),
-]);
+export const catmLabelsArrowSchema = catmLabelColumns.arrowSchema();
 
 /** A retained CATM file of a sample: the strongest label for that path over the instance's trajectories. */
-export const CatmFileSchema = z.object({
-  path: z.string().min(1),
-  weight: z.number().nonnegative(),
-  trajectoryId: z.string().min(1),
-  postReasoningTokens: z.number().int().nonnegative(),
-  verdict: JudgeVerdictSchema,
-});
+const catmFileColumns = {
+  path: utf8(z.string().min(1)),
+  weight: float64(z.number().nonnegative()),
+  trajectoryId: utf8(z.string().min(1)),
+  postReasoningTokens: int32(z.number().int().nonnegative()),
+  verdict: utf8(JudgeVerdictSchema),
+};
+export const CatmFileSchema = columns(catmFileColumns).zod;
 export type CatmFile = z.infer<typeof CatmFileSchema>;
 
-export const SampleSchema = z.object({
-  instanceId: z.string().min(1),
+export const sampleColumns = columns({
+  instanceId: utf8(z.string().min(1)),
   /** `owner/name`. */
-  repo: z.string().min(1),
-  baseCommit: z.string().regex(/^[0-9a-f]{40}$/),
-  problemStatement: z.string(),
+  repo: utf8(z.string().min(1)),
+  baseCommit: utf8(z.string().regex(/^[0-9a-f]{40}$/)),
+  problemStatement: utf8(),
   /** Files the gold patch changes (a/ b/ stripped, pre-image path for renames), in patch order. */
-  goldFiles: z.array(z.string()),
+  goldFiles: list(utf8()),
   /** Retained CATM files, weight descending, then path. May include gold files. */
-  catmFiles: z.array(CatmFileSchema),
+  catmFiles: list(struct(catmFileColumns, CatmFileSchema)),
   /** G(x): goldFiles, then the CATM files not already gold, in catmFiles order; no repeats. */
-  targetFiles: z.array(z.string()),
+  targetFiles: list(utf8()),
 });
+export const SampleSchema = sampleColumns.zod;
 export type Sample = z.infer<typeof SampleSchema>;
 
 export const SAMPLES_SCHEMA_NAME = 'catm.samples';
 export const SAMPLES_SCHEMA_VERSION = 1;
 
-const utf8List = () => new arrow.List(new arrow.Field('item', new arrow.Utf8(), false));
-
-export const samplesArrowSchema = new arrow.Schema([
-  new arrow.Field('instanceId', new arrow.Utf8(), false),
-  new arrow.Field('repo', new arrow.Utf8(), false),
-  new arrow.Field('baseCommit', new arrow.Utf8(), false),
-  new arrow.Field('problemStatement', new arrow.Utf8(), false),
-  new arrow.Field('goldFiles', utf8List(), false),
-  new arrow.Field(
-    'catmFiles',
-    new arrow.List(
-      new arrow.Field(
-        'item',
-        new arrow.Struct([
-          new arrow.Field('path', new arrow.Utf8(), false),
-          new arrow.Field('weight', new arrow.Float64(), false),
-          new arrow.Field('trajectoryId', new arrow.Utf8(), false),
-          new arrow.Field('postReasoningTokens', new arrow.Int32(), false),
-          new arrow.Field('verdict', new arrow.Utf8(), false),
-        ]),
-        false,
-      ),
-    ),
-    false,
-  ),
-  new arrow.Field('targetFiles', utf8List(), false),
-]);
+export const samplesArrowSchema = sampleColumns.arrowSchema();
 
 /** Why an instance row produced no sample. */
 export const INSTANCE_SKIP_REASONS = [

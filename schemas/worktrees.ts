@@ -1,5 +1,5 @@
-import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
 import { z } from 'zod';
+import { columns, float64, nullable, utf8 } from './columns';
 
 /**
  * Where bare clones come from.
@@ -30,18 +30,19 @@ export const WorktreeStatusSchema = z.enum(['created', 'reused', 'repaired', 'fa
 export type WorktreeStatus = z.infer<typeof WorktreeStatusSchema>;
 
 /** One materialized (repo, commit): a row of the `worktrees` artifact. `error` is set only when status is `failed`. */
-export const WorktreeResultSchema = z.object({
-  repo: z.string().min(1),
-  commit: z.string().min(1),
+export const worktreeColumns = columns({
+  repo: utf8(z.string().min(1)),
+  commit: utf8(z.string().min(1)),
   /** Absolute worktree path; empty when the request was refused before a path could be derived. */
-  path: z.string(),
-  status: WorktreeStatusSchema,
+  path: utf8(),
+  status: utf8(WorktreeStatusSchema),
   /** Time to make or verify the worktree (lock wait, clone/fetch when needed, add, checks), not counting the disk walk. */
-  ms: z.number().nonnegative(),
+  ms: float64(z.number().nonnegative()),
   /** Disk bytes of the checkout (du-like, allocated blocks), excluding the shared bare repository. */
-  bytes: z.number().nonnegative(),
-  error: z.string().nullable(),
+  bytes: float64(z.number().nonnegative()),
+  error: nullable(utf8()),
 });
+export const WorktreeResultSchema = worktreeColumns.zod;
 export type WorktreeResult = z.infer<typeof WorktreeResultSchema>;
 
 export const WorktreeRequestSchema = z.object({ repo: z.string().min(1), commit: z.string().min(1) });
@@ -50,18 +51,4 @@ export type WorktreeRequest = z.infer<typeof WorktreeRequestSchema>;
 export const WORKTREES_SCHEMA_NAME = 'worktrees';
 export const WORKTREES_SCHEMA_VERSION = 1;
 
-export const worktreesArrowSchema = new Schema(
-  [
-    new Field('repo', new Utf8(), false),
-    new Field('commit', new Utf8(), false),
-    new Field('path', new Utf8(), false),
-    new Field('status', new Utf8(), false),
-    new Field('ms', new Float64(), false),
-    new Field('bytes', new Float64(), false),
-    new Field('error', new Utf8(), true),
-  ],
-  new Map([
-    ['schemaName', WORKTREES_SCHEMA_NAME],
-    ['schemaVersion', String(WORKTREES_SCHEMA_VERSION)],
-  ]),
-);
+export const worktreesArrowSchema = worktreeColumns.arrowSchema({ schemaName: WORKTREES_SCHEMA_NAME, schemaVersion: String(WORKTREES_SCHEMA_VERSION) });

@@ -2,7 +2,8 @@ import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput } from '../schemas/config';
-import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { activityOptions } from './activity-options';
+import { trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
 
 export const catmStages = ['mine', 'judge', 'weight'] as const;
@@ -15,46 +16,40 @@ export const catmStages = ['mine', 'judge', 'weight'] as const;
  * heartbeats): under 60 events, however many candidates the judge reads.
  */
 export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
-  const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
-  const config = await validateConfig(input);
-  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
+  const { config, overrides } = await validatedConfig(input);
   const { mine } = proxyActivities<typeof activities>(activityOptions('mine', overrides));
   const { judge } = proxyActivities<typeof activities>(activityOptions('judge', overrides));
   const { weight, writeCatmSummary } = proxyActivities<typeof activities>(activityOptions('weight', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, catmStages);
   const common = { runId: config.runId, runDir: config.runDir };
+  const { inputs } = config;
 
-  tracker.start('mine');
-  const mined = await mine({ ...common, trajectoriesPath: config.inputs.trajectories });
-  tracker.finish('mine', mined.cached ? 'cached' : 'completed', `${mined.summary.candidatesAfterTokenFilter} candidates`);
+  const mined = await trackedStep(
+    tracker,
+    'mine',
+    () => mine({ ...common, trajectoriesPath: inputs.trajectories }),
+    (m) => `${m.summary.candidatesAfterTokenFilter} candidates`,
+  );
+  const judged = await trackedStep(
+    tracker,
+    'judge',
+    () => judge({ ...common, candidates: mined.candidates, instancesPath: inputs.instances, judge: config.judge }),
+    (j) => (j.mode === 'none' ? 'judge: none (all candidates kept)' : undefined),
+  );
+  const weighted = await trackedStep(
+    tracker,
+    'weight',
+    () => weight({ ...common, candidates: mined.candidates, judgements: judged.judgements, instancesPath: inputs.instances }),
+    (w) => `${w.summary.samplesWritten} samples`,
+  );
 
-  tracker.start('judge');
-  const judged = await judge({ ...common, candidates: mined.candidates, instancesPath: config.inputs.instances, judge: config.judge });
-  tracker.finish('judge', judged.cached ? 'cached' : 'completed', judged.mode === 'none' ? 'judge: none (all candidates kept)' : undefined);
-
-  tracker.start('weight');
-  const weighted = await weight({ ...common, candidates: mined.candidates, judgements: judged.judgements, instancesPath: config.inputs.instances });
-  tracker.finish('weight', weighted.cached ? 'cached' : 'completed', `${weighted.summary.samplesWritten} samples`);
-
-  const summaryValues = {
-    runId: config.runId,
-    mining: mined.summary,
-    judge: { ...judged.counts, mode: judged.mode },
-    weighting: weighted.summary,
-  };
+  const summaryValues = { runId: config.runId, mining: mined.summary, judge: { ...judged.counts, mode: judged.mode }, weighting: weighted.summary };
   const summary = await writeCatmSummary({
     runDir: config.runDir,
     summary: summaryValues,
     inputs: [mined.candidates, judged.judgements, weighted.labels, weighted.samples],
   });
   tracker.complete();
-  return {
-    candidates: mined.candidates,
-    judgements: judged.judgements,
-    labels: weighted.labels,
-    samples: weighted.samples,
-    summary,
-    summaryValues,
-  };
+  return { candidates: mined.candidates, judgements: judged.judgements, labels: weighted.labels, samples: weighted.samples, summary, summaryValues };
 }

@@ -3,7 +3,8 @@ import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
-import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { activityOptions } from './activity-options';
+import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
 import { rootMessage } from '../lib/errors/root-message';
 
@@ -16,22 +17,29 @@ function executionLabel(start: Date): string {
   return start.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 }
 
-/** Runs the tasks with at most `limit` in flight; every task settles, failures included. */
-async function settleAll<T>(tasks: (() => Promise<T>)[], limit: number): Promise<PromiseSettledResult<T>[]> {
-  const results = new Array<PromiseSettledResult<T>>(tasks.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      try {
-        results[i] = { status: 'fulfilled', value: await tasks[i]!() };
-      } catch (reason) {
-        results[i] = { status: 'rejected', reason };
-      }
+/**
+ * The settled shards, retriever by retriever: a retriever with a failed shard is reported with the reason and
+ * left out; the others' shard refs go to the summary. A failure that is not an activity's is rethrown.
+ */
+function shardsByRetriever(retrievers: readonly { name: string }[], shardCount: number, settled: readonly PromiseSettledResult<EvaluateShardOutput>[]) {
+  const failedRetrievers: { name: string; reason: string }[] = [];
+  const shards: { retriever: string; refs: ArtifactRef[] }[] = [];
+  let cached = 0;
+  let failedShards = 0;
+  retrievers.forEach((retriever, r) => {
+    const own = settled.slice(r * shardCount, (r + 1) * shardCount);
+    const failure = own.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    failedShards += own.filter((s) => s.status === 'rejected').length;
+    if (failure) {
+      if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
+      failedRetrievers.push({ name: retriever.name, reason: rootMessage(failure.reason) });
+      return;
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, tasks.length)) }, lane));
-  return results;
+    const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);
+    cached += outputs.filter((o) => o.cached).length;
+    shards.push({ retriever: retriever.name, refs: outputs.map((o) => o.shard) });
+  });
+  return { shards, failedRetrievers, cached, failedShards };
 }
 
 /**
@@ -46,9 +54,8 @@ async function settleAll<T>(tasks: (() => Promise<T>)[], limit: number): Promise
  * default shard size, 400,000 instances per retriever).
  */
 export async function evaluation(input: EvaluationInput): Promise<EvaluationResult> {
-  const { validateConfig, findRunArtifact, planEvaluation } = proxyActivities<typeof activities>(activityOptions('short'));
-  const config = await validateConfig(input);
-  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
+  const { config, overrides } = await validatedConfig(input);
+  const { findRunArtifact, planEvaluation } = proxyActivities<typeof activities>(activityOptions('short'));
   const { evaluateShard, summarizeEvaluation } = proxyActivities<typeof activities>(activityOptions('evaluation', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, evaluationStages);
@@ -57,14 +64,13 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
-  tracker.start('plan');
-  const plan = await planEvaluation({
-    ...common,
-    samples,
-    evaluation: evaluationConfig,
-    outputLabel: evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null,
-  });
-  tracker.finish('plan', 'completed', `${plan.instances} instances × ${plan.retrievers.length} retrievers in ${plan.shardCount} shards`);
+  const outputLabel = evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null;
+  const plan = await trackedStep(
+    tracker,
+    'plan',
+    () => planEvaluation({ ...common, samples, evaluation: evaluationConfig, outputLabel }),
+    (p) => `${p.instances} instances × ${p.retrievers.length} retrievers in ${p.shardCount} shards`,
+  );
 
   tracker.start('predict');
   const total = plan.retrievers.length * plan.shardCount;
@@ -84,23 +90,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   );
   const settled = await settleAll(jobs, evaluationConfig.maxConcurrentShards);
 
-  const failedRetrievers: { name: string; reason: string }[] = [];
-  const shards: { retriever: string; refs: ArtifactRef[] }[] = [];
-  let cached = 0;
-  let failedShards = 0;
-  plan.retrievers.forEach((retriever, r) => {
-    const own = settled.slice(r * plan.shardCount, (r + 1) * plan.shardCount);
-    const failure = own.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    failedShards += own.filter((s) => s.status === 'rejected').length;
-    if (failure) {
-      if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
-      failedRetrievers.push({ name: retriever.name, reason: rootMessage(failure.reason) });
-      return;
-    }
-    const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);
-    cached += outputs.filter((o) => o.cached).length;
-    shards.push({ retriever: retriever.name, refs: outputs.map((o) => o.shard) });
-  });
+  const { shards, failedRetrievers, cached, failedShards } = shardsByRetriever(plan.retrievers, plan.shardCount, settled);
   const note = `${total - failedShards} of ${total} shards (${cached} cached)${failedRetrievers.length > 0 ? `; failed: ${failedRetrievers.map((f) => f.name).join(', ')}` : ''}`;
   if (shards.length === 0) {
     tracker.finish('predict', 'failed', note);
@@ -112,9 +102,12 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   }
   tracker.finish('predict', failedShards > 0 ? 'failed' : cached === total ? 'cached' : 'completed', note);
 
-  tracker.start('report');
-  const summary = await summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers });
-  tracker.finish('report', 'completed', summary.report.markdown);
+  const summary = await trackedStep(
+    tracker,
+    'report',
+    () => summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers }),
+    (s) => s.report.markdown,
+  );
   tracker.complete();
   return {
     ...summary,

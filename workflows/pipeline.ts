@@ -1,16 +1,17 @@
-import { ChildWorkflowFailure, ApplicationFailure, executeChild, patched, proxyActivities, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import { ChildWorkflowFailure, ApplicationFailure, executeChild, patched, ParentClosePolicy, upsertMemo } from '@temporalio/workflow';
+import type { ResolvedConfig } from '../lib/config';
+import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
 import type { TrainingResult } from '../schemas/training';
-import { activityOptions } from './activity-options';
 import { catm } from './catm';
 import { downstream } from './downstream';
 import { environment } from './environment';
 import { evaluation } from './evaluation';
+import { validatedConfig } from './helpers';
 import { training } from './training';
 import { StageTracker } from './stage-tracker';
 import { rootMessage } from '../lib/errors/root-message';
@@ -22,15 +23,59 @@ export interface StageOutcome {
   reason: string | null;
 }
 
-export interface PipelineResult {
-  runId: string;
-  outcomes: StageOutcome[];
-  catm: CatmResult | null;
-  environment: EnvironmentResult | null;
-  training: TrainingResult | null;
-  evaluation: EvaluationResult | null;
-  downstream: DownstreamResult | null;
+interface StageResults {
+  catm: CatmResult;
+  environment: EnvironmentResult;
+  training: TrainingResult;
+  evaluation: EvaluationResult;
+  downstream: DownstreamResult;
 }
+type Finished = { [K in PipelineStage]: StageResults[K] | null };
+
+export type PipelineResult = { runId: string; outcomes: StageOutcome[] } & Finished;
+
+/** One row of the pipeline's table: a stage, the stages whose output it needs, its child workflow and its input. */
+interface PipelineStep<K extends PipelineStage, I> {
+  stage: K;
+  needs: PipelineStage[];
+  workflow: (input: I) => Promise<StageResults[K]>;
+  input: (config: ResolvedConfig, finished: Finished) => I;
+}
+const step = <K extends PipelineStage, I>(row: PipelineStep<K, I>) => row;
+
+/** The environment's samples (with ground truth), for the stages that read them. */
+const withEnvironmentSamples = (config: ResolvedConfig, finished: Finished): PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } } => ({
+  ...config,
+  artifacts: finished.environment ? { samples: finished.environment.samples } : undefined,
+});
+
+/** Configurations that name no predictions file read the evaluation stage's predictions (their retriever's rows). */
+function evaluationPredictions(config: ResolvedConfig, finished: Finished): Record<string, ArtifactRef> {
+  const fromEvaluation = finished.evaluation?.predictions;
+  return Object.fromEntries(
+    (config.downstream?.configurations ?? []).filter((c) => c.source === 'predictions' && !c.predictions && fromEvaluation).map((c) => [c.name, fromEvaluation!]),
+  );
+}
+
+/** SPEC §1, in order. */
+const pipelineSteps = [
+  step({ stage: 'catm', needs: [], workflow: catm, input: (config) => config }),
+  step({
+    stage: 'environment',
+    needs: ['catm'],
+    workflow: environment,
+    input: (config, finished) => ({ ...config, artifacts: finished.catm ? { samples: finished.catm.samples } : undefined }),
+  }),
+  // GRPO on the GPU worker (task queue codegrep-gpu): segments of steps, resumable from checkpoints.
+  step({ stage: 'training', needs: ['environment'], workflow: training, input: withEnvironmentSamples }),
+  step({ stage: 'evaluation', needs: ['environment'], workflow: evaluation, input: withEnvironmentSamples }),
+  step({
+    stage: 'downstream',
+    needs: ['environment', 'evaluation'],
+    workflow: downstream,
+    input: (config, finished) => ({ ...config, artifacts: { predictions: evaluationPredictions(config, finished) } }),
+  }),
+];
 
 /**
  * The whole study as in SPEC §1. Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
@@ -44,77 +89,42 @@ export interface PipelineResult {
  * long they run.
  */
 export async function pipeline(input: PipelineConfigInput): Promise<PipelineResult> {
-  const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
-  const config = await validateConfig(input);
+  const { config } = await validatedConfig(input);
   const tracker = new StageTracker(config.runId, config.recipe, config.stages);
   upsertMemo({ config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode } });
 
   const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null, training: null, evaluation: null, downstream: null };
   const failed = new Set<string>();
+  const outcome = (stage: PipelineStage, status: StageOutcome['status'], reason: string | null) => {
+    if (status !== 'completed') failed.add(stage);
+    tracker.finish(stage, status, reason === null ? undefined : reason.slice(0, 300));
+    result.outcomes.push({ stage, status, reason });
+  };
 
-  async function stage<T>(name: PipelineStage, needs: string[], run: (workflowId: string) => Promise<T>): Promise<T | null> {
-    if (!config.stages.includes(name)) return null;
+  for (const { stage, needs, workflow, input: stageInput } of pipelineSteps) {
+    if (!config.stages.includes(stage)) continue;
     const blocker = needs.find((need) => failed.has(need));
     if (blocker) {
-      failed.add(name);
-      tracker.finish(name, 'skipped', `needs ${blocker}, which failed`);
-      result.outcomes.push({ stage: name, status: 'skipped', reason: `needs ${blocker}, which failed` });
-      return null;
+      outcome(stage, 'skipped', `needs ${blocker}, which failed`);
+      continue;
     }
-    const workflowId = `${config.runId}/${name}`;
-    tracker.child(name, workflowId);
-    tracker.start(name);
+    const workflowId = `${config.runId}/${stage}`;
+    tracker.child(stage, workflowId);
+    tracker.start(stage);
     try {
-      const value = await run(workflowId);
-      tracker.finish(name, 'completed');
-      result.outcomes.push({ stage: name, status: 'completed', reason: null });
-      return value;
+      const value = await executeChild(workflow as (input: unknown) => Promise<unknown>, {
+        workflowId,
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        memo: { stage, runId: config.runId },
+        args: [stageInput(config, result)],
+      });
+      Object.assign(result, { [stage]: value });
+      outcome(stage, 'completed', null);
     } catch (error) {
       if (!(error instanceof ChildWorkflowFailure)) throw error; // cancellation, or a bug in this workflow
-      failed.add(name);
-      const reason = rootMessage(error);
-      tracker.finish(name, 'failed', reason.slice(0, 300));
-      result.outcomes.push({ stage: name, status: 'failed', reason });
-      return null;
+      outcome(stage, 'failed', rootMessage(error));
     }
   }
-
-  const childOptions = (workflowId: string, stageName: string) => ({
-    workflowId,
-    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-    memo: { stage: stageName, runId: config.runId },
-  });
-
-  result.catm = await stage('catm', [], (workflowId) => executeChild(catm, { ...childOptions(workflowId, 'catm'), args: [config] }));
-  result.environment = await stage('environment', ['catm'], (workflowId) =>
-    executeChild(environment, {
-      ...childOptions(workflowId, 'environment'),
-      args: [{ ...config, artifacts: result.catm ? { samples: result.catm.samples } : undefined }],
-    }),
-  );
-  // GRPO on the GPU worker (task queue codegrep-gpu): segments of steps, resumable from checkpoints.
-  result.training = await stage('training', ['environment'], (workflowId) =>
-    executeChild(training, {
-      ...childOptions(workflowId, 'training'),
-      args: [{ ...config, artifacts: result.environment ? { samples: result.environment.samples } : undefined }],
-    }),
-  );
-  result.evaluation = await stage('evaluation', ['environment'], (workflowId) =>
-    executeChild(evaluation, {
-      ...childOptions(workflowId, 'evaluation'),
-      args: [{ ...config, artifacts: result.environment ? { samples: result.environment.samples } : undefined }],
-    }),
-  );
-  result.downstream = await stage('downstream', ['environment', 'evaluation'], (workflowId) => {
-    // Configurations that name no predictions file read the evaluation stage's predictions (their retriever's rows).
-    const fromEvaluation = result.evaluation?.predictions;
-    const predictions = Object.fromEntries(
-      (config.downstream?.configurations ?? [])
-        .filter((c) => c.source === 'predictions' && !c.predictions && fromEvaluation)
-        .map((c) => [c.name, fromEvaluation!]),
-    );
-    return executeChild(downstream, { ...childOptions(workflowId, 'downstream'), args: [{ ...config, artifacts: { predictions } }] });
-  });
 
   tracker.complete();
   const notCompleted = result.outcomes.filter((o) => o.status !== 'completed');

@@ -17,6 +17,9 @@ const histories = readdirSync(historiesDir)
 describe('workflow replay of committed histories', () => {
   it('has histories to replay (recorded with scripts/record-histories.sh)', () => {
     expect(histories.length).toBeGreaterThanOrEqual(3);
+    // The evaluation workflow's: bm25 and a predictions file over 2 shards each, and an agent retriever whose
+    // endpoint refuses the key (its shards fail, the retriever is reported and left out).
+    expect(histories.map((h) => h.file)).toContain('eval2_evaluation.json');
   });
 
   it('replays every committed history without nondeterminism', async () => {

@@ -17,3 +17,5 @@ export {
   type AppendLogContents,
   type MalformedLogLine,
 } from './append-log';
+export { sourceRef } from './source-ref';
+export { readArtifactRows } from './artifact-rows';

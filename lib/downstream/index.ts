@@ -22,7 +22,6 @@ export { checkoutDirFor, downstreamPaths, fileSafe, lockPathFor, recordPathFor, 
 export { planDownstreamRuns, planWarnings, type DownstreamPlanning, type PlanDownstreamOptions } from './plan';
 export { downstreamReportBlocks, countBy, type DownstreamReportInput, type ReportBlock } from './report';
 export { renderDownstreamHtml, renderDownstreamMarkdown } from './report-render';
-export { resolveDownstreamPaths } from './resolve-paths';
 export { agentIdentity, describeAgent, describeHarness, harnessIdentity, runHash } from './run-identity';
 export { runPlannedPair, actionsOf, type PlannedPairRun, type RunPlannedPairOptions } from './run-pair';
 export { findPair, finishedRecord, finishedRows, hasFinishedRecord, loadPlan, recordExpectation } from './run-records';

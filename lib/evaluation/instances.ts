@@ -1,6 +1,6 @@
-import { readRows } from '../lib/artifacts';
-import type { InstanceTruth } from '../lib/reports';
-import { groundTruthFromColumns } from '../schemas/ground-truth';
+import { readRows } from '../artifacts';
+import type { InstanceTruth } from '../reports';
+import { groundTruthFromColumns } from '../../schemas/ground-truth';
 
 /**
  * The evaluation's instances, read from the environment stage's samples (schemas/environment.ts), in the one

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { sha256File } from '../lib/artifacts';
-import type { ArtifactRef } from '../schemas/artifact-ref';
+import { sha256File } from './sha256-file';
+import type { ArtifactRef } from '../../schemas/artifact-ref';
 
 /**
  * A user-provided input file as an ArtifactRef, so a stage's cache key covers its bytes (not its name):

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from '../schemas/config';
-import type { EvaluationConfig } from '../schemas/evaluation';
+import { ConfigError } from '../../schemas/config';
+import type { EvaluationConfig } from '../../schemas/evaluation';
 
 /**
  * The evaluation section with its paths resolved against `baseDir` (the worker's working directory, or the

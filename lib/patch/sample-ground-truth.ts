@@ -1,0 +1,103 @@
+import { readRows } from '../artifacts';
+import { git } from '../worktrees/git';
+import type { GroundTruthSummary } from '../../schemas/environment';
+import type { GroundTruth } from '../../schemas/ground-truth';
+import { parseInstanceRecord, type FileChange } from '../../schemas/instances';
+import { targetsFromFileChanges } from './codescout-layout';
+import { groundTruthForPatch, type ReadPreImage } from './ground-truth';
+
+/** A pre-image read is one `git cat-file`: a minute means git is stuck, not busy. */
+const PRE_IMAGE_TIMEOUT_MS = 60_000;
+
+const emptyTruth: GroundTruth = {
+  files: [],
+  lineRanges: [],
+  changedLineRanges: [],
+  modules: [],
+  functions: [],
+  newFiles: [],
+  deletedFiles: [],
+  preImageErrors: [],
+};
+
+/**
+ * The pre-image of a repo-relative path at the worktree's commit, read from git's object store (never through
+ * the filesystem, so a patch path such as `../x` cannot reach outside the repository). null when absent.
+ */
+export function preImageReader(worktree: string): ReadPreImage {
+  return (file) => git(['-C', worktree, 'cat-file', 'blob', `HEAD:${file}`], { timeoutMs: PRE_IMAGE_TIMEOUT_MS }).catch(() => null);
+}
+
+/** The gold patch and, for CodeScout-layout instances, the `file_changes` labels of the `wanted` instances. */
+export async function goldPatches(
+  instancesPath: string,
+  wanted: ReadonlySet<string>,
+): Promise<{ patches: Map<string, string>; fileChanges: Map<string, FileChange[]> }> {
+  const patches = new Map<string, string>();
+  const fileChanges = new Map<string, FileChange[]>();
+  for await (const record of readRows(instancesPath)) {
+    const parsed = parseInstanceRecord(record);
+    if (parsed.ok && wanted.has(parsed.instance.instance_id)) {
+      patches.set(parsed.instance.instance_id, parsed.instance.patch);
+      if (parsed.instance.file_changes) fileChanges.set(parsed.instance.instance_id, parsed.instance.file_changes);
+    }
+  }
+  return { patches, fileChanges };
+}
+
+export function emptyGroundTruthSummary(): GroundTruthSummary {
+  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0, fromFileChanges: 0 };
+}
+
+/**
+ * One sample's ground truth from its gold patch, counted into `summary`. A missing or malformed patch gives
+ * empty ground truth and the error (the sample stays a row, so the evaluation can say why it skipped it).
+ */
+export async function sampleGroundTruth(
+  patch: string | undefined,
+  labelled: readonly FileChange[] | undefined,
+  worktree: string,
+  summary: GroundTruthSummary,
+): Promise<{ truth: GroundTruth; error: string | null }> {
+  if (!patch) {
+    summary.patchErrors++;
+    return { truth: emptyTruth, error: 'instance patch not found in the instances input' };
+  }
+  try {
+    let truth = await groundTruthForPatch(patch, preImageReader(worktree));
+    // CodeScout-layout instances carry their own module / function labels: those are the targets.
+    if (labelled) {
+      const targets = targetsFromFileChanges(labelled);
+      truth = { ...truth, modules: targets.modules, functions: targets.functions };
+      summary.fromFileChanges++;
+    }
+    summary.withGroundTruth++;
+    summary.preImageErrors += truth.preImageErrors.length;
+    summary.files += truth.files.length;
+    summary.modules += truth.modules.length;
+    summary.functions += truth.functions.length;
+    return { truth, error: null };
+  } catch (e) {
+    summary.patchErrors++;
+    return { truth: emptyTruth, error: `gold patch: ${(e as Error).message}` };
+  }
+}
+
+/** The summary of a written ground-truth samples artifact (a cache hit reports what the run reported). */
+export async function summarizeGroundTruthArtifact(uri: string): Promise<GroundTruthSummary> {
+  const summary = emptyGroundTruthSummary();
+  for await (const record of readRows(uri)) {
+    if ('error' in record) continue;
+    const row = record.row as Record<string, unknown>;
+    const length = (column: string) => (Array.isArray(row[column]) ? (row[column] as unknown[]).length : 0);
+    summary.samples++;
+    const error = row.groundTruthError as string | null;
+    if (error === null) summary.withGroundTruth++;
+    else summary.patchErrors++;
+    summary.preImageErrors += length('gold_pre_image_errors');
+    summary.files += length('gold_files');
+    summary.modules += length('gold_modules');
+    summary.functions += length('gold_functions');
+  }
+  return summary;
+}

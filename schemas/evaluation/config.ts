@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../lib/metrics/params';
+import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
+
+/**
+ * The evaluation section of the run config (SPEC §5 "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
+ * §4.2, App. G): the retrievers, sharding, file target and bootstrap.
+ */
+
+
+/** A retriever's name becomes a folder and a table row: letters, digits, ".", "_", "-". */
+const retrieverName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'use letters, digits, ".", "_" and "-" (max 64), starting with a letter or digit');
+const topK = z.number().int().min(1, 'k must be at least 1');
+
+/** CodeGrep App. E's BM25 baseline; `k` files are returned (App. E "Top-K selection": 2). */
+export const Bm25RetrieverSchema = z.object({
+  name: retrieverName,
+  kind: z.literal('bm25'),
+  k: topK.default(2),
+  /** App. E "Test-directory scope": tests/ and test/ are indexed unless this is set. */
+  excludeTests: z.boolean().default(false),
+});
+
+/** The dense embedding retriever (lib/retrievers/dense) over a sentence-transformers-style ONNX model folder. */
+export const DenseRetrieverSchema = z.object({
+  name: retrieverName,
+  kind: z.literal('dense'),
+  modelDir: z.string().min(1, 'dense: model dir required (a folder with model.onnx, tokenizer.json and the sentence-transformers configs)'),
+  k: topK.default(2),
+  excludeTests: z.boolean().default(false),
+  /**
+   * Embed only the files BM25 ranks in its top `bm25Candidates` for the instance (a re-ranking over a bounded
+   * corpus: a CPU run of a real model over every file of a repository takes hours). Default: every file.
+   */
+  bm25Candidates: z.number().int().min(1).optional(),
+  /** Embed at most this many chunks of each file, from its start. Default: the whole file. */
+  maxChunksPerFile: z.number().int().min(1).optional(),
+});
+
+/** The agent retriever on any OpenAI-compatible endpoint serving the policy (or a checkpoint of it). */
+export const AgentRetrieverSchema = z.object({
+  name: retrieverName,
+  kind: z.literal('agent'),
+  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as http://127.0.0.1:8000/v1' }),
+  model: z.string().trim().min(1, 'model must name the served model'),
+  /** Environment variable holding the API key (read by the worker; the key never enters workflow history). */
+  apiKeyEnv: z.string().min(1).optional(),
+  answerFormat: AnswerFormatSchema,
+  limits: AgentLimitsSchema.optional(),
+  /** Episodes of one shard run at once (shards themselves run `maxConcurrentShards` at a time). */
+  concurrency: z.number().int().min(1).max(64).default(4),
+  temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  /** Per-call timeout of the endpoint (ms). */
+  timeoutMs: z.number().int().min(100).default(120_000),
+});
+
+/** Predictions of an outside system, JSONL (schemas/predictions.ts); `k` cuts every ranked list (Return@K). */
+export const PredictionsRetrieverSchema = z.object({
+  name: retrieverName,
+  kind: z.literal('predictions'),
+  path: z.string().min(1, 'predictions: path of the JSONL predictions file required'),
+  k: topK.optional(),
+});
+
+export const RetrieverConfigSchema = z.discriminatedUnion('kind', [
+  Bm25RetrieverSchema,
+  DenseRetrieverSchema,
+  AgentRetrieverSchema,
+  PredictionsRetrieverSchema,
+]);
+export type RetrieverConfig = z.infer<typeof RetrieverConfigSchema>;
+export type RetrieverKind = RetrieverConfig['kind'];
+export const RetrieverKindSchema = z.enum(['bm25', 'dense', 'agent', 'predictions']);
+
+/**
+ * Which file set an instance's file-level scores compare against. `gold-patch`: the files the gold patch
+ * changes (CodeGrep App. E "Scoring", CodeScout §4.2). `catm-merge`: the CATM target set
+ * G(x) = Gpatch(x) ∪ retained CATM files (CodeGrep §4.2's internal evaluation set, §3.4); predicted line
+ * ranges on CATM-only files are then dropped before line-range scoring (App. B, merge mode).
+ */
+export const FileTargetSchema = z.enum(['gold-patch', 'catm-merge']);
+export type FileTarget = z.infer<typeof FileTargetSchema>;
+
+export const EvaluationConfigSchema = z
+  .object({
+    /** Default: BM25 top-2, which needs nothing but the worktrees (the stage's offline mode). */
+    retrievers: z.array(RetrieverConfigSchema).min(1, 'name at least one retriever').default([{ name: 'bm25', kind: 'bm25', k: 2, excludeTests: false }]),
+    /** Instances per shard activity: the unit of parallelism and of resumption after a killed worker. */
+    shardSize: z.number().int().min(1).max(10_000).default(25),
+    /** Only these instance ids (default: every sample with ground truth). */
+    instances: z.array(z.string().min(1)).min(1, 'instances: leave it out to evaluate every sample').optional(),
+    fileTarget: FileTargetSchema.default('gold-patch'),
+    bootstrap: z
+      .object({
+        samples: z.number().int().min(1).max(100_000).default(BOOTSTRAP_RESAMPLES),
+        seed: z.number().int().min(0).default(BOOTSTRAP_SEED),
+        confidence: z.number().gt(0).lt(1).default(BOOTSTRAP_CONFIDENCE),
+      })
+      .prefault({}),
+    /** Shard activities in flight at once (the worker's own activity slots cap this too). */
+    maxConcurrentShards: z.number().int().min(1).max(256).default(8),
+    /**
+     * Write this run's shards and report under `evaluation/<start time>/` instead of `evaluation/`, so every
+     * execution predicts afresh and keeps its own report. Scheduled evaluations set it: the endpoint behind
+     * an agent retriever may serve a newer checkpoint under the same model name, which no config hash sees.
+     */
+    outputPerRun: z.boolean().default(false),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Map<string, number>();
+    config.retrievers.forEach((retriever, i) => {
+      const first = seen.get(retriever.name);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['retrievers', i, 'name'], message: `"${retriever.name}" is already the name of retrievers[${first}]` });
+      } else seen.set(retriever.name, i);
+    });
+    if (config.instances) {
+      const ids = new Set<string>();
+      config.instances.forEach((id, i) => {
+        if (ids.has(id)) ctx.addIssue({ code: 'custom', path: ['instances', i], message: `instance "${id}" is listed twice` });
+        ids.add(id);
+      });
+    }
+  });
+export type EvaluationConfig = z.infer<typeof EvaluationConfigSchema>;
+export type EvaluationConfigInput = z.input<typeof EvaluationConfigSchema>;
