@@ -1,13 +1,13 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import { DownstreamRunRecordSchema } from '../../schemas/downstream';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
+import { historyCounts, type HistoryCounts } from '../support/history';
 import { agentScript, buildCalcFixture, pythonWithPytest, type CalcFixture } from './downstream-fixture';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-pipeline-'));
@@ -86,17 +86,6 @@ describe('downstream as the last stage of the pipeline', () => {
   });
 });
 
-/** A workflow's history: its event count and its signals by name. */
-async function historyOf(client: Client, workflowId: string): Promise<{ events: number; signals: Record<string, number> }> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  const signals: Record<string, number> = {};
-  for (const event of history.events ?? []) {
-    const name = event.workflowExecutionSignaledEventAttributes?.signalName;
-    if (name) signals[name] = (signals[name] ?? 0) + 1;
-  }
-  return { events: history.events?.length ?? 0, signals };
-}
-
 describe('history bounds of evaluation and downstream under a pipeline (issue #12)', () => {
   it("the pipeline's event count does not depend on the number of evaluation shards or downstream pairs; the stages' own histories grow only per activity", async () => {
     const { client, close } = await testClient();
@@ -108,7 +97,7 @@ describe('history bounds of evaluation and downstream under a pipeline (issue #1
         configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions' }, { name: 'again-a', source: 'none' }, { name: 'again-b', source: 'none' }],
       },
     };
-    const seen: Record<string, { pipeline: Awaited<ReturnType<typeof historyOf>>; evaluation: Awaited<ReturnType<typeof historyOf>>; downstream: Awaited<ReturnType<typeof historyOf>>; shards: number; pairs: number }> = {};
+    const seen: Record<string, { pipeline: HistoryCounts; evaluation: HistoryCounts; downstream: HistoryCounts; shards: number; pairs: number }> = {};
     try {
       for (const [size, { retrievers, shardSize, configurations }] of Object.entries(sizes)) {
         const runId = `ds-history-${size}`;
@@ -136,9 +125,9 @@ describe('history bounds of evaluation and downstream under a pipeline (issue #1
         });
         expect(result.outcomes.map((o) => o.status)).toEqual(['completed', 'completed']);
         seen[size] = {
-          pipeline: await historyOf(client, `${runId}/pipeline`),
-          evaluation: await historyOf(client, `${runId}/evaluation`),
-          downstream: await historyOf(client, `${runId}/downstream`),
+          pipeline: await historyCounts(client, `${runId}/pipeline`),
+          evaluation: await historyCounts(client, `${runId}/evaluation`),
+          downstream: await historyCounts(client, `${runId}/downstream`),
           shards: result.evaluation!.shards.total,
           pairs: result.downstream!.pairs,
         };
@@ -150,10 +139,12 @@ describe('history bounds of evaluation and downstream under a pipeline (issue #1
     const { small, large } = seen as Record<'small' | 'large', (typeof seen)[string]>;
     expect([small.shards, large.shards]).toEqual([1, 12]);
     expect([small.pairs, large.pairs]).toEqual([3, 12]);
-    expect(large.pipeline.events).toBe(small.pipeline.events);
+    expect(large.pipeline.commandEvents).toBe(small.pipeline.commandEvents);
+    for (const run of [small, large]) for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
     for (const run of [small, large]) for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.signals).toEqual({});
-    // workflows/evaluation.ts and downstream.ts: about 6 events per activity, nothing per second of running.
-    expect(large.evaluation.events - small.evaluation.events).toBeLessThanOrEqual(6 * (large.shards - small.shards));
-    expect(large.downstream.events - small.downstream.events).toBeLessThanOrEqual(6 * (large.pairs - small.pairs));
+    // workflows/evaluation.ts and downstream.ts: 3 events per activity (scheduled, started, closed) plus its workflow
+    // tasks, nothing per second of running.
+    expect(large.evaluation.commandEvents - small.evaluation.commandEvents).toBeLessThanOrEqual(3 * (large.shards - small.shards));
+    expect(large.downstream.commandEvents - small.downstream.commandEvents).toBeLessThanOrEqual(3 * (large.pairs - small.pairs));
   }, 600_000);
 });

@@ -14,6 +14,7 @@ import { buildFixtureRepo } from '../support/fixture-repos';
 import { spawnGpuWorkerProcess } from '../support/gpu-worker';
 import { repoRoot } from '../support/repo-root';
 import { killWorkerProcess, startWorker, temporalAddress, testClient, uniqueTaskQueue } from '../support/temporal';
+import { historyCounts, type HistoryCounts } from '../support/history';
 import { workflowsPath } from '../../workers/cpu';
 
 /**
@@ -161,17 +162,6 @@ function codegrep(...args: string[]): Promise<{ code: number; stdout: string; st
   });
 }
 
-/** A workflow's history: its event count and its signals by name. */
-async function historyOf(workflowId: string): Promise<{ events: number; signals: Record<string, number> }> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  const signals: Record<string, number> = {};
-  for (const event of history.events ?? []) {
-    const name = event.workflowExecutionSignaledEventAttributes?.signalName;
-    if (name) signals[name] = (signals[name] ?? 0) + 1;
-  }
-  return { events: history.events?.length ?? 0, signals };
-}
-
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 /** On failure, show what the GPU worker and the trainers said. */
@@ -189,7 +179,7 @@ function explainFailure(runId: string): void {
 
 describe('training on the real dev server with the GPU worker on CPU', () => {
   it('a pipeline\'s history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (issue #12)', async () => {
-    const histories: Record<number, { pipeline: Awaited<ReturnType<typeof historyOf>>; training: Awaited<ReturnType<typeof historyOf>> }> = {};
+    const histories: Record<number, { pipeline: HistoryCounts; training: HistoryCounts }> = {};
     const [fewSteps, manySteps] = [3, LONG_RUN_STEPS];
     for (const steps of [fewSteps, manySteps]) {
       const runId = `train-it-history-${steps}`;
@@ -206,7 +196,7 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
       const result = (await client.workflow.execute('pipeline', { taskQueue: cpuQueue, workflowId: `${runId}/pipeline`, args: [input] })) as PipelineResult;
       expect(result.outcomes).toEqual([{ stage: 'training', status: 'completed', reason: null }]);
       expect(result.training!.step).toBe(steps);
-      histories[steps] = { pipeline: await historyOf(`${runId}/pipeline`), training: await historyOf(`${runId}/training`) };
+      histories[steps] = { pipeline: await historyCounts(client, `${runId}/pipeline`), training: await historyCounts(client, `${runId}/training`) };
       const shown = await client.workflow.getHandle(`${runId}/training`).query<WorkflowProgress>('progress');
       expect(shown.stages.training!.progress).toMatchObject({ done: steps, total: steps, unit: 'steps' });
     }
@@ -214,12 +204,13 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     const few = histories[fewSteps]!;
     const many = histories[manySteps]!;
     expect(many.pipeline.signals).toEqual({});
-    expect(many.pipeline.events).toBe(few.pipeline.events);
+    expect(many.pipeline.commandEvents).toBe(few.pipeline.commandEvents);
+    for (const h of [few.pipeline, few.training, many.pipeline, many.training]) expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
     // The bound of workflows/training.ts: at most 2 trainingProgress signals per step, nothing else signals.
     expect(Object.keys(many.training.signals).filter((name) => name !== 'trainingProgress')).toEqual([]);
     expect(many.training.signals.trainingProgress ?? 0).toBeGreaterThan(0);
     expect(many.training.signals.trainingProgress ?? 0).toBeLessThanOrEqual(2 * manySteps);
-    expect(many.training.events).toBeLessThanOrEqual(few.training.events + 4 * 2 * (manySteps - fewSteps));
+    expect(many.training.commandEvents).toBeLessThanOrEqual(few.training.commandEvents + 2 * (manySteps - fewSteps));
   }, 900_000);
 
   it('survives a stopped and a killed GPU worker: each retry resumes from the newest checkpoint, and each step is recorded once', async () => {
