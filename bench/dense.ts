@@ -26,7 +26,7 @@ import type { SourceFile } from '../lib/retrievers/bm25/retriever';
 import { buildDenseIndex } from '../lib/retrievers/dense/dense-index';
 import { loadEmbeddingModel, releaseEmbeddingModel, wrapTokens } from '../lib/retrievers/dense/embedding-model';
 import { retrieveDense } from '../lib/retrievers/dense/retrieve';
-import { fixtureModel, VENV_PYTHON, type FixtureModelSize } from '../lib/retrievers/dense/test-fixture';
+import { fixtureModel, VENV_PYTHON, type FixtureModelSize } from '../test/fixtures/retrievers/dense-fixture';
 import { repoRoot } from '../test/support/repo-root';
 
 interface Args {

@@ -119,6 +119,6 @@ export async function readPredictionsFile(file: string, opts: ReadPredictionsOpt
   try {
     return await parsePredictionLines(lines, opts);
   } catch (error) {
-    throw new Error(`cannot read predictions file ${JSON.stringify(file)}: ${(error as Error).message}`);
+    throw new Error(`cannot read predictions file ${JSON.stringify(file)}: ${(error as Error).message}`, { cause: error });
   }
 }

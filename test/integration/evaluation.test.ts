@@ -6,7 +6,7 @@ import { readParquetObjects } from '../../lib/artifacts';
 import { retrieveTopK } from '../../lib/retrievers/bm25/retriever';
 import { indexWorktree } from '../../lib/retrievers/bm25/worktree';
 import { indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense } from '../../lib/retrievers/dense';
-import { fixtureModel } from '../../lib/retrievers/dense/test-fixture';
+import { fixtureModel } from '../fixtures/retrievers/dense-fixture';
 import type { EvaluationResult } from '../../schemas/evaluation';
 import type { WorkflowProgress } from '../../schemas/progress';
 import type { PipelineResult } from '../../workflows/pipeline';

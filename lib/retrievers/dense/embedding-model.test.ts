@@ -11,7 +11,7 @@ import {
   wrapTokens,
   type EmbeddingModel,
 } from './embedding-model';
-import { copyModelFolder, fixtureModel, writeJson, type FixtureModel } from './test-fixture';
+import { copyModelFolder, fixtureModel, writeJson, type FixtureModel } from '../../../test/fixtures/retrievers/dense-fixture';
 
 // A real model: a random 2-layer BERT exported to ONNX by test/python/make_tiny_embedding_model.py, with a
 // reference computed by transformers + tokenizers from the same files.

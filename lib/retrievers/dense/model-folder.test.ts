@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelFolderError, readModelFolder } from './model-folder';
-import { writeJson } from './test-fixture';
+import { writeJson } from '../../../test/fixtures/retrievers/dense-fixture';
 
 // Config-level behaviour on hand-written folders: readModelFolder reads files and JSON only (the ONNX graph
 // is opened by loadEmbeddingModel, tested with a real model in embedding-model.test.ts).

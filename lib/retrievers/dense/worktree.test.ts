@@ -9,7 +9,7 @@ import { chunkSpans } from './chunking';
 import { buildDenseIndex, type DenseIndex } from './dense-index';
 import { contentWindow, embedTokenSequences, loadEmbeddingModel, releaseEmbeddingModel, wrapTokens, type EmbeddingModel } from './embedding-model';
 import { denseScores, retrieveDense } from './retrieve';
-import { fixtureModel } from './test-fixture';
+import { fixtureModel } from '../../../test/fixtures/retrievers/dense-fixture';
 import { indexWorktreeDense } from './worktree';
 
 // A real git worktree of Python files, indexed with the real fixture model (max_seq_length 32, so a file of
