@@ -57,9 +57,16 @@ def _rank_pid(launcher_pid: int, rank: int) -> int:
 
 
 def _assert_same_adapter(result: dict, reference: dict) -> None:
+    # Two processes sum the gradients in another order than one (half-batch means, then an all-reduce), and
+    # thread counts differ, so the adapters agree to float noise, not bitwise. Adam (lr 1e-2 here) divides by
+    # sqrt(v), which turns that noise into ~1e-5 on an odd element (measured: 1.8e-5 at most, per-tensor
+    # relative difference 5e-5 at most). The tolerance stays 50x below one step's update (~lr), so a wrong
+    # advantage or a gradient counted twice still fails.
     assert result.keys() == reference.keys()
     for key in reference:
-        assert torch.allclose(result[key], reference[key], atol=1e-5, rtol=1e-4), key
+        difference = (result[key] - reference[key]).norm() / reference[key].norm().clamp_min(1e-12)
+        assert difference < 1e-3, (key, float(difference))
+        assert torch.allclose(result[key], reference[key], atol=2e-4, rtol=1e-3), key
 
 
 @pytest.fixture(scope="module")
