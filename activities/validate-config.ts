@@ -4,8 +4,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../schemas/config';
 import { resolveDownstreamPaths } from './downstream-config';
 import { resolveEvaluationPaths } from './evaluation-config';
-import type { ResolvedTrainingConfig } from '../schemas/training';
-import { resolveTrainingPaths } from './training-config';
+import type { ResolvedTrainingConfig } from '../schemas/training/config';
+import { resolveTrainingPaths } from '../lib/training';
 
 export type ResolvedConfig = Omit<PipelineConfig, 'environment' | 'training'> & {
   runDir: string;

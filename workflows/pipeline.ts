@@ -5,7 +5,7 @@ import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream-config';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
-import type { TrainingResult } from '../schemas/training';
+import type { TrainingResult } from '../schemas/training/workflow';
 import { activityOptions } from './activity-options';
 import { catm } from './catm';
 import { downstream } from './downstream';

@@ -18,7 +18,8 @@ import type * as activities from '../activities';
 import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { TrainSegmentResult, TrainingCarry, TrainingProgress, TrainingResult, TrainingStatus } from '../schemas/training';
+import type { TrainSegmentResult, TrainingProgress } from '../schemas/training/activity-io';
+import type { TrainingCarry, TrainingResult, TrainingStatus } from '../schemas/training/workflow';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
 
@@ -64,7 +65,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     throw ApplicationFailure.create({
       type: 'ConfigError',
       nonRetryable: true,
-      message: 'the training workflow needs a `training` section in the run config (schemas/training.ts), with at least modelDir and steps',
+      message: 'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
     });
   }
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { resolveAgentLimits } from '../lib/agent';
-import { recipePreset, trainerRecipeName } from '../lib/recipes';
-import type { ResolvedTrainingConfig, TrainingConfig } from '../schemas/training';
-import { temporalConfig } from '../temporal.config';
+import { resolveAgentLimits } from '../agent';
+import { recipePreset, trainerRecipeName } from '../recipes';
+import type { ResolvedTrainingConfig, TrainingConfig } from '../../schemas/training/config';
+import { temporalConfig } from '../../temporal.config';
 
 /** trainer/config.py spells Dr.GRPO `dr_grpo`. */
 const TRAINER_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', drgrpo: 'dr_grpo' } as const;
