@@ -1,13 +1,9 @@
-import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
-import { createTrainingEnvironment, loadEnvSamples, startEnvServer } from '../lib/envserver';
 import * as training from '../lib/training';
-import type { ArtifactRef } from '../schemas/artifact-ref';
 import { TrainSegmentInputSchema, TrainingHeartbeatSchema, type TrainSegmentInput, type TrainSegmentResult, type TrainingHeartbeat } from '../schemas/training/activity-io';
-import type { TrainingMetricsRow } from '../schemas/training/metrics';
 import { activityClient, configError, invalidInput, nonRetryable } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,22 +43,13 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     const reaped = await training.reapStaleTrainer(layout.pidFile, t.stopGraceMs);
     if (reaped.action === 'terminated' || reaped.action === 'killed') log.warn(`training: stopped a trainer left running by an earlier attempt (${reaped.action})`, { ...where, stale: reaped.found });
     if (reaped.action === 'other-host') log.warn('training: a trainer of another host may still run on this run directory', { ...where, stale: reaped.found });
-    if (!existsSync(t.python)) throw configError(`training.python: ${t.python} does not exist (run scripts/setup-python.sh on this node)`);
-    if (!existsSync(path.join(t.modelDir, 'config.json'))) {
-      throw configError(`training.modelDir: ${t.modelDir} is not a local model directory (no config.json); copy the model to the node or build a tiny one with python -m trainer.random_model`);
-    }
+    const problem = training.trainingNodeProblem(t);
+    if (problem) throw configError(problem);
 
     const before = training.newestCheckpoint(input.runDir);
     const resumedFrom = before?.step ?? 0;
-    type Outcome = Pick<TrainSegmentResult, 'step' | 'checkpoint' | 'stoppedBy'> & { metrics: ArtifactRef; rows: TrainingMetricsRow[]; instances: number; skipped: number; parameters: number | null; device: string | null };
-    const result = (o: Outcome): TrainSegmentResult => {
-      const last = o.rows[o.rows.length - 1];
-      return {
-        segment: input.segment, step: o.step, checkpoint: o.checkpoint, stoppedBy: o.stoppedBy, resumedFrom, attempt: context.info.attempt, metrics: o.metrics,
-        latest: last ? training.latestStepMetrics(last) : null, instances: o.instances, skippedSamples: o.skipped, trainerParameters: o.parameters, device: o.device,
-        wallSeconds: (Date.now() - startedAt) / 1000,
-      };
-    };
+    type Outcome = Omit<training.SegmentResultFields, 'segment' | 'resumedFrom' | 'attempt' | 'startedAt'>;
+    const result = (o: Outcome) => training.segmentResult({ ...o, segment: input.segment, resumedFrom, attempt: context.info.attempt, startedAt });
     if (resumedFrom >= input.targetStep) {
       // A previous attempt got there (its result was lost with its worker): nothing to train.
       const { ref, rows } = await training.writeSegmentMetrics(input, resumedFrom);
@@ -73,18 +60,12 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
       return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: earlier?.parameters ?? null, device: earlier?.device ?? null });
     }
 
-    const loaded = await loadEnvSamples(input.samples.uri, t.recipe);
-    if (loaded.instanceIds.length === 0) {
-      const first = loaded.skipped.slice(0, 3).map((s) => `${s.instanceId}: ${s.reason}`).join('; ') || 'the file is empty';
-      throw invalidInput(`no trainable sample in ${input.samples.uri} (${loaded.skipped.length} skipped; first: ${first})`);
-    }
+    const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
+    const setup = await training.setUpSegment({ ...input, samplesUri: input.samples.uri }, onServerError).catch((error: unknown) => {
+      throw error instanceof training.NoTrainableSamplesError ? invalidInput(error.message) : error;
+    });
+    const { loaded, environment, server, files } = setup;
     if (loaded.skipped.length > 0) log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
-    const environment = createTrainingEnvironment({ samples: loaded.samples, recipe: t.recipe, limits: training.environmentLimits(t), codescoutTurnBonus: t.codescoutTurnBonus });
-    const server = await startEnvServer(environment, { onInternalError: (error, route) => log.error('training: environment server error', { route, error: String(error) }) });
-    const fileAttempt = training.nextAttemptNumber(dir);
-    const files = training.attemptFiles(dir, fileAttempt);
-    const config = training.trainerConfig(t, { outputDir: layout.trainerOutput, envUrl: server.url, instanceIds: loaded.instanceIds, totalSteps: input.totalSteps });
-    await writeFile(files.config, JSON.stringify(config, null, 2) + '\n');
     if (t.smokeRun) log.warn('training: SMOKE RUN — a plumbing check, not a real training run; its metrics mean nothing', where);
 
     const throttle = new training.ProgressThrottle(t.progressEveryMs, beat.signalled);
@@ -103,7 +84,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     try {
       run = await training.runTrainer({
         python: t.python, args: training.trainerArgs(t, files.config), cwd: projectRoot, env: { ...process.env, PYTHONUNBUFFERED: '1' }, files, pidFile: layout.pidFile,
-        segment: input.segment, attempt: fileAttempt, targetStep: input.targetStep, totalSteps: input.totalSteps, initial: training.initialSegmentState(before),
+        segment: input.segment, attempt: setup.attempt, targetStep: input.targetStep, totalSteps: input.totalSteps, initial: training.initialSegmentState(before),
         cancellation: context.cancellationSignal, graceMs: t.stopGraceMs,
         onStarted: (pid) => {
           log.info('training: trainer started', { ...where, pid, processes: t.gpus, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
@@ -128,20 +109,15 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     const cancelReason = context.cancellationSignal.reason instanceof CancelledFailure ? context.cancellationSignal.reason.message : 'CANCELLED';
     if (exit.code !== 0) {
       if (cancelled) throw new CancelledFailure(cancelReason);
-      const stderr = await training.tailOfFile(files.stderr);
-      const permanent = training.PERMANENT_TRAINER_ERRORS.some((pattern) => pattern.test(stderr));
-      throw ApplicationFailure.create({
-        type: permanent ? 'TrainerConfigError' : 'TrainerFailed',
-        nonRetryable: permanent,
-        message: `the trainer exited with ${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`} at step ${state.step} (segment ${input.segment}, log ${files.stderr}):\n${stderr}`,
-      });
+      const failure = await training.trainerFailure(run, input.segment, files.stderr);
+      throw ApplicationFailure.create({ type: failure.permanent ? 'TrainerConfigError' : 'TrainerFailed', nonRetryable: failure.permanent, message: failure.message });
     }
 
     const after = training.newestCheckpoint(input.runDir);
     const reached = after?.step ?? 0;
     if (after && reached !== state.step) log.warn('training: the newest checkpoint is not the step the trainer reported last', { ...where, checkpointStep: reached, reported: state.step });
     const { ref, rows } = await training.writeSegmentMetrics(input, reached);
-    const stoppedBy = run.stopReason === 'target' ? 'target' : run.stopReason === 'cancelled' ? 'cancelled' : state.finished === 'done' ? 'budget' : 'signal';
+    const stoppedBy = training.segmentStoppedBy(run);
     report({ ...state, step: reached, checkpoint: after?.path ?? null, checkpointStep: after?.step ?? null }, 'now');
     // Not the workflow's request (worker shutdown, timeout): fail this attempt, the retry resumes from here.
     if (cancelled && cancelReason !== 'CANCELLED') throw new CancelledFailure(cancelReason);

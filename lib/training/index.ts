@@ -9,6 +9,7 @@ export { ProgressThrottle } from './progress-throttle';
 export { environmentLimits, resolveTrainingPaths, trainerArgs, trainerConfig } from './trainer-config';
 export { isRecordAlive, reapStaleTrainer, removePidFile, writePidFile, type TrainerPidRecord } from './trainer-pid-file';
 export { SMOKE_BANNER, effectiveRecipeRows, summarizeTraining, trainingReportHtml, trainingReportMarkdown, type TrainingSummary } from './report';
-export { tailOfFile, PERMANENT_TRAINER_ERRORS } from './trainer-exit';
+export { segmentResult, segmentStoppedBy, trainerFailure, trainingNodeProblem, type SegmentResultFields } from './segment-outcome';
 export { writeSegmentMetrics } from './segment-metrics';
 export { runTrainer, TrainerStartError, type TrainerRun, type TrainerStopReason } from './run-trainer';
+export { NoTrainableSamplesError, setUpSegment, type SegmentSetup } from './segment-setup';
