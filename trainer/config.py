@@ -22,7 +22,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import jsonschema
+try:
+    import jsonschema
+except ImportError:  # an environment set up before trainer/requirements.txt listed it
+    jsonschema = None
 
 from .recipes import resolve_recipe
 
@@ -275,7 +278,7 @@ def _check_ranges(c: TrainConfig) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _schema_validator() -> jsonschema.Draft202012Validator:
+def _schema_validator():
     with open(SCHEMA_PATH, encoding="utf-8") as f:
         return jsonschema.Draft202012Validator(json.load(f))
 
@@ -284,6 +287,8 @@ def _check_schema(raw: dict) -> None:
     """Check the config as given against trainer/config.schema.json. It runs after
     this file's own checks, whose messages say more; what it adds is the shared
     contract (a key or type the TypeScript side would never write)."""
+    if jsonschema is None:
+        raise ConfigError("the jsonschema package is missing: run scripts/setup-python.sh (trainer/requirements.txt lists it)")
     error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(raw))
     if error is not None:
         key = ".".join(str(part) for part in error.absolute_path) or "<root>"
