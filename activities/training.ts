@@ -3,7 +3,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import * as training from '../lib/training';
-import { TrainSegmentInputSchema, TrainingHeartbeatSchema, type TrainSegmentInput, type TrainSegmentResult, type TrainingHeartbeat } from '../schemas/training/activity-io';
+import { TrainSegmentInputSchema, TrainingHeartbeatSchema } from '../schemas/training/activity-io';
+import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat } from '../schemas/training/activity-io';
 import { activityClient, configError, invalidInput, nonRetryable } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,7 +58,8 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
       // The earlier attempt's trainer said what it ran (model size, device) in its start line; report that rather
       // than nothing, so a run whose last activity result was lost reports the same as one that was not.
       const earlier = training.segmentTrainerStarts(input.runDir, input.segment).at(-1);
-      return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: earlier?.parameters ?? null, device: earlier?.device ?? null });
+      const trainer = { parameters: earlier?.parameters ?? null, device: earlier?.device ?? null };
+      return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, ...trainer });
     }
 
     const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
@@ -83,9 +85,16 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     let run: training.TrainerRun;
     try {
       run = await training.runTrainer({
-        python: t.python, args: training.trainerArgs(t, files.config), cwd: projectRoot, env: { ...process.env, PYTHONUNBUFFERED: '1' }, files, pidFile: layout.pidFile,
-        segment: input.segment, attempt: setup.attempt, targetStep: input.targetStep, totalSteps: input.totalSteps, initial: training.initialSegmentState(before),
-        cancellation: context.cancellationSignal, graceMs: t.stopGraceMs,
+        python: t.python,
+        args: training.trainerArgs(t, files.config),
+        cwd: projectRoot,
+        env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        files,
+        pidFile: layout.pidFile,
+        ...{ segment: input.segment, attempt: setup.attempt, targetStep: input.targetStep, totalSteps: input.totalSteps },
+        initial: training.initialSegmentState(before),
+        cancellation: context.cancellationSignal,
+        graceMs: t.stopGraceMs,
         onStarted: (pid) => {
           log.info('training: trainer started', { ...where, pid, processes: t.gpus, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
           report(training.initialSegmentState(before), null);

@@ -100,9 +100,10 @@ export function runProcess(argv: readonly string[], options: ProcessOptions): Pr
   } catch (error) {
     return Promise.reject(error); // arguments Node refuses outright (a NUL byte)
   }
-  return group.exited.then(({ code, signal, stoppedFor, spawnError }) =>
-    finish(spawnError ? { spawnError: { code: spawnError.code ?? 'UNKNOWN', message: spawnError.message } } : { exitCode: code, signal, timedOut: stoppedFor === 'timeout', aborted: stoppedFor === 'abort' }),
-  );
+  return group.exited.then(({ code, signal, stoppedFor, spawnError }) => {
+    if (spawnError) return finish({ spawnError: { code: spawnError.code ?? 'UNKNOWN', message: spawnError.message } });
+    return finish({ exitCode: code, signal, timedOut: stoppedFor === 'timeout', aborted: stoppedFor === 'abort' });
+  });
 }
 
 /** One line saying how a process ended, for logs and error messages. */
