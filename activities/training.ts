@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import * as training from '../lib/training';
 import { TrainSegmentInputSchema, TrainingHeartbeatSchema } from '../schemas/training/activity-io';
-import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat } from '../schemas/training/activity-io';
+import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat, TrainingProgress } from '../schemas/training/activity-io';
 import { activityClient, configError, invalidInput, nonRetryable } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -37,9 +37,13 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
   if (previous.success) log.info('training: retrying a segment from its last heartbeat', { ...where, heartbeat: previous.data });
   // Heartbeat from the start: reaping a stale trainer and starting a new one can take longer than the timeout.
   const beat: TrainingHeartbeat = previous.success ? previous.data : { step: input.fromStep, checkpoint: null, signalled: { step: input.fromStep, checkpointStep: 0 } };
-  const heartbeat = () => context.heartbeat({ ...beat, signalled: { ...beat.signalled } });
-  heartbeat();
-  const keepAlive = setInterval(heartbeat, Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
+  const client = activityClient();
+  const workflowId = input.trainingWorkflowId;
+  // Progress is best effort: a finished or unknown workflow must never fail the segment.
+  const signal = client && workflowId ? (p: TrainingProgress) => void client.workflow.getHandle(workflowId).signal('trainingProgress', p).catch(() => undefined) : null;
+  const progress = new training.SegmentProgress(beat, input.segment, t.progressEveryMs, { heartbeat: (details) => context.heartbeat(details), signal });
+  progress.heartbeat();
+  const keepAlive = setInterval(() => progress.heartbeat(), Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
   try {
     const reaped = await training.reapStaleTrainer(layout.pidFile, t.stopGraceMs);
     if (reaped.action === 'terminated' || reaped.action === 'killed') log.warn(`training: stopped a trainer left running by an earlier attempt (${reaped.action})`, { ...where, stale: reaped.found });
@@ -70,18 +74,6 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     if (loaded.skipped.length > 0) log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
     if (t.smokeRun) log.warn('training: SMOKE RUN — a plumbing check, not a real training run; its metrics mean nothing', where);
 
-    const throttle = new training.ProgressThrottle(t.progressEveryMs, beat.signalled);
-    const report = (state: training.SegmentState, progress: 'now' | 'throttled' | null) => {
-      beat.step = state.step;
-      beat.checkpoint = state.checkpoint;
-      heartbeat();
-      const client = activityClient();
-      const update = { segment: input.segment, step: state.step, checkpointStep: state.checkpointStep, latest: state.latest };
-      // Progress is best effort: a finished or unknown workflow must never fail the segment.
-      if (progress && client && input.trainingWorkflowId && throttle.shouldSend(update, progress === 'now')) {
-        client.workflow.getHandle(input.trainingWorkflowId).signal('trainingProgress', update).catch(() => undefined);
-      }
-    };
     let run: training.TrainerRun;
     try {
       run = await training.runTrainer({
@@ -100,9 +92,9 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
         graceMs: t.stopGraceMs,
         onStarted: (pid) => {
           log.info('training: trainer started', { ...where, pid, processes: t.gpus, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
-          report(training.initialSegmentState(before), null);
+          progress.report(training.initialSegmentState(before), null);
         },
-        onEvent: (outcome) => report(outcome.state, outcome.progress),
+        onEvent: (outcome) => progress.report(outcome.state, outcome.progress),
         onForceKill: () => log.warn(`training: the trainer did not exit within ${t.stopGraceMs} ms of SIGTERM; killing it`, where),
       });
     } catch (error) {
@@ -130,7 +122,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     if (after && reached !== state.step) log.warn('training: the newest checkpoint is not the step the trainer reported last', { ...where, checkpointStep: reached, reported: state.step });
     const { ref, rows } = await training.writeSegmentMetrics(input, reached);
     const stoppedBy = training.segmentStoppedBy(run);
-    report({ ...state, step: reached, checkpoint: after?.path ?? null, checkpointStep: after?.step ?? null }, 'now');
+    progress.report({ ...state, step: reached, checkpoint: after?.path ?? null, checkpointStep: after?.step ?? null }, 'now');
     // Not the workflow's request (worker shutdown, timeout): fail this attempt, the retry resumes from here.
     if (cancelled && cancelReason !== 'CANCELLED') throw new CancelledFailure(cancelReason);
     const counts = { instances: loaded.instanceIds.length, skipped: loaded.skipped.length, parameters: state.parameters, device: state.device };

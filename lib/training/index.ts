@@ -5,7 +5,7 @@ export { TrainerProtocolError, latestStepMetrics, stepLineToMetricsRow, stepRowF
 export { missingSteps, newestPerStep, readSegmentLogRows, runMetricsRows } from './run-metrics';
 export { rolloutEngines, segmentTrainerStarts } from './trainer-starts';
 export { applyTrainerEvent, initialSegmentState, type SegmentState, type TrainerEventOutcome, type TrainerLine } from './trainer-events';
-export { ProgressThrottle } from './progress-throttle';
+export { SegmentProgress } from './segment-progress';
 export { environmentLimits, resolveTrainingPaths, trainerArgs, trainerConfig } from './trainer-config';
 export { isRecordAlive, reapStaleTrainer, removePidFile, writePidFile, type TrainerPidRecord } from './trainer-pid-file';
 export { SMOKE_BANNER, effectiveRecipeRows, summarizeTraining, trainingReportHtml, trainingReportMarkdown, type TrainingSummary } from './report';
