@@ -1,7 +1,7 @@
 import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { connectClient } from '../workers/connection';
 import { ConfigError } from '../schemas/config';
-import type { TrainingStatus } from '../schemas/training';
+import type { TrainingStatus } from '../schemas/training/workflow';
 import { temporalConfig } from '../temporal.config';
 
 export const TRAINING_ACTIONS = ['pause', 'resume', 'stop', 'budget', 'status'] as const;

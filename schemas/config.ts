@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DownstreamConfigSchema } from './downstream/config';
 import { EvaluationConfigSchema } from './evaluation';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
-import { TrainingConfigSchema } from './training';
+import { TrainingConfigSchema } from './training/config';
 
 /**
  * The one JSON object a `pipeline` (or `catm`) workflow takes, so
@@ -88,7 +88,7 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   evaluation: EvaluationConfigSchema.prefault({}),
   /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */
   downstream: DownstreamConfigSchema.optional(),
-  /** GRPO training on the GPU worker (schemas/training.ts); required by the training workflow. */
+  /** GRPO training on the GPU worker (schemas/training/config.ts); required by the training workflow. */
   training: TrainingConfigSchema.optional(),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;

@@ -7,18 +7,31 @@ paper section; keys given in the config override them. The other defaults are
 here, next to the section they come from.
 
 Unknown keys are an error, so a typo never silently falls back to a default.
+Every config is also checked against trainer/config.schema.json, the contract
+the TypeScript side writes to (generated from its zod schema), so the two
+cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+try:
+    import jsonschema
+except ImportError:  # an environment set up before trainer/requirements.txt listed it
+    jsonschema = None
+
 from .recipes import resolve_recipe
+
+# The config's contract with the training activity, generated from the TypeScript side's zod schema
+# (schemas/training/trainer-config.ts; regenerate with `npx tsx scripts/write-trainer-config-schema.ts`).
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.schema.json")
 
 
 class ConfigError(ValueError):
@@ -264,6 +277,24 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("env_url", f"must be an http(s) URL, got {c.env_url!r}")
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_validator():
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        return jsonschema.Draft202012Validator(json.load(f))
+
+
+def _check_schema(raw: dict) -> None:
+    """Check the config as given against trainer/config.schema.json. It runs after
+    this file's own checks, whose messages say more; what it adds is the shared
+    contract (a key or type the TypeScript side would never write)."""
+    if jsonschema is None:
+        raise ConfigError("the jsonschema package is missing: run scripts/setup-python.sh (trainer/requirements.txt lists it)")
+    error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(raw))
+    if error is not None:
+        key = ".".join(str(part) for part in error.absolute_path) or "<root>"
+        _fail(key, f"{error.message} (trainer/config.schema.json)")
+
+
 def parse_config(raw: Any) -> TrainConfig:
     """Validate a decoded JSON object and return the typed config (recipe preset applied)."""
     return parse_config_with_recipe(raw)[0]
@@ -280,6 +311,7 @@ def parse_config_with_recipe(raw: Any) -> tuple:
         raise ConfigError(str(e)) from e
     config = _build(TrainConfig, merged, "")
     _check_ranges(config)
+    _check_schema(raw)
     return config, effective
 
 

@@ -6,7 +6,7 @@ import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
-import type { TrainingResult } from '../schemas/training';
+import type { TrainingResult } from '../schemas/training/workflow';
 import { catm } from './catm';
 import { downstream } from './downstream';
 import { environment } from './environment';

@@ -18,7 +18,8 @@ import type * as activities from '../activities';
 import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { TrainSegmentResult, TrainingCarry, TrainingProgress, TrainingResult, TrainingStatus } from '../schemas/training';
+import type { TrainSegmentResult, TrainingProgress, TrainingReportOutput } from '../schemas/training/activity-io';
+import type { TrainingCarry, TrainingResult, TrainingStatus } from '../schemas/training/workflow';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
 
@@ -52,7 +53,7 @@ export type TrainingInput = PipelineConfigInput & {
  * History bound (issue #12): between segments the loop checks `continueAsNewSuggested` (the server suggests
  * it at 4,096 events or 4 MiB by default). One segment adds about 10 events for its activity and workflow
  * tasks plus at most 4 per `trainingProgress` signal, and the segment activity sends at most 2 signals per
- * step of the segment across all its attempts (activities/training.ts `TrainingSignals`); each steering
+ * step of the segment across all its attempts (lib/training `ProgressThrottle`); each steering
  * signal or update adds about 4. So a run's history stays below 4,096 + 8 × segmentSteps + 4 × (steering
  * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
@@ -64,7 +65,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     throw ApplicationFailure.create({
       type: 'ConfigError',
       nonRetryable: true,
-      message: 'the training workflow needs a `training` section in the run config (schemas/training.ts), with at least modelDir and steps',
+      message: 'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
     });
   }
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
@@ -79,180 +80,220 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
-  let state: TrainingCarry;
-  if (input.carried) {
-    state = input.carried;
-  } else {
-    const disk = await inspectTrainingRun({ runDir: config.runDir });
-    state = {
-      step: disk.checkpointStep ?? 0,
-      budget: t.steps,
-      checkpointStep: disk.checkpointStep,
-      checkpoint: disk.checkpoint,
-      segment: disk.lastSegment,
-      paused: false,
-      stopRequested: false,
-      latest: null,
-      notes: [],
-      runs: 0,
-    };
-    if (disk.checkpointStep !== null) state.notes.push(`continued from the checkpoint at step ${disk.checkpointStep} already in the run directory`);
-  }
-  let phase: TrainingStatus['state'] = 'training';
-  let running: { scope: CancellationScope; target: number } | null = null;
-  let interrupted: 'pause' | 'stop' | 'budget' | null = null;
+  const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(config.runDir, t.steps, inspectTrainingRun)));
+  setHandler(trainingStatusQuery, () => run.status());
+  setHandler(pauseSignal, () => run.pause());
+  setHandler(resumeSignal, () => run.resume());
+  setHandler(stopAfterCheckpointSignal, () => run.stopAfterCheckpoint());
+  setHandler(trainingProgressSignal, (progress) => run.onProgress(progress));
+  setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
 
-  const status = (): TrainingStatus => ({
-    runId: config.runId,
-    step: state.step,
-    budget: state.budget,
-    checkpointStep: state.checkpointStep,
-    checkpoint: state.checkpoint,
-    segment: state.segment,
-    state: phase === 'training' && state.paused ? 'paused' : phase === 'training' && state.stopRequested ? 'stopping' : phase,
-    segmentRunning: running !== null,
-    paused: state.paused,
-    stopRequested: state.stopRequested,
-    latest: state.latest,
-    recipe: t.recipe,
-    algorithm: effectiveAlgorithm(t),
-    smokeRun: t.smokeRun,
-    notes: state.notes,
-  });
-  const showProgress = () => {
+  const trained = await run.train((segment) => trainSegment({ runId: config.runId, runDir: config.runDir, trainingWorkflowId: workflowInfo().workflowId, samples, training: t, ...segment }));
+  if (trained === 'continue-as-new') {
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof training>({ ...input, artifacts: { ...input.artifacts, samples }, carried: { ...run.state, runs: run.state.runs + 1 } });
+  }
+  const report = await run.report(writeTrainingReport);
+  await condition(allHandlersFinished);
+  return run.result(report);
+}
+
+type RunConfig = Awaited<ReturnType<typeof activities.validateConfig>>;
+type TrainingSection = NonNullable<RunConfig['training']>;
+type SegmentRequest = { segment: number; fromStep: number; targetStep: number; totalSteps: number };
+
+/** A fresh workflow starts where the run directory's newest checkpoint is (a run continued by a new workflow). */
+async function startingPoint(runDir: string, budget: number, inspectTrainingRun: (input: { runDir: string }) => ReturnType<typeof activities.inspectTrainingRun>): Promise<TrainingCarry> {
+  const disk = await inspectTrainingRun({ runDir });
+  const state: TrainingCarry = {
+    step: disk.checkpointStep ?? 0,
+    budget,
+    checkpointStep: disk.checkpointStep,
+    checkpoint: disk.checkpoint,
+    segment: disk.lastSegment,
+    paused: false,
+    stopRequested: false,
+    latest: null,
+    notes: [],
+    runs: 0,
+  };
+  if (disk.checkpointStep !== null) state.notes.push(`continued from the checkpoint at step ${disk.checkpointStep} already in the run directory`);
+  return state;
+}
+
+/**
+ * One training workflow's state and the messages that steer it (in the style of the Temporal sample
+ * `safe-message-handlers`: a class owns the state, each handler is a method, the workflow function wires them).
+ * The loop runs a segment at a time; a handler that must stop the running segment cancels its scope.
+ */
+class TrainingRun {
+  private phase: TrainingStatus['state'] = 'training';
+  private running: { scope: CancellationScope; target: number } | null = null;
+  private interrupted: 'pause' | 'stop' | 'budget' | null = null;
+  private modelParameters: number | null = null;
+
+  constructor(
+    private readonly config: RunConfig,
+    private readonly t: TrainingSection,
+    private readonly tracker: StageTracker,
+    /** What a continuation carries on (see TrainingCarry). */
+    readonly state: TrainingCarry,
+  ) {}
+
+  status(): TrainingStatus {
+    const { state, phase, t } = this;
+    return {
+      runId: this.config.runId,
+      step: state.step,
+      budget: state.budget,
+      checkpointStep: state.checkpointStep,
+      checkpoint: state.checkpoint,
+      segment: state.segment,
+      state: phase === 'training' && state.paused ? 'paused' : phase === 'training' && state.stopRequested ? 'stopping' : phase,
+      segmentRunning: this.running !== null,
+      paused: state.paused,
+      stopRequested: state.stopRequested,
+      latest: state.latest,
+      recipe: t.recipe,
+      algorithm: effectiveAlgorithm(t),
+      smokeRun: t.smokeRun,
+      notes: state.notes,
+    };
+  }
+
+  pause(): void {
+    this.state.paused = true;
+    this.interrupt('pause');
+  }
+
+  resume(): void {
+    this.state.paused = false;
+  }
+
+  stopAfterCheckpoint(): void {
+    this.state.stopRequested = true;
+    this.interrupt('stop');
+  }
+
+  onProgress(progress: TrainingProgress): void {
+    if (progress.segment !== this.state.segment) return; // a late signal of a finished segment
+    this.state.step = progress.step;
+    this.state.checkpointStep = progress.checkpointStep;
+    if (progress.latest) this.state.latest = progress.latest;
+    this.showProgress();
+  }
+
+  validateBudget(budget: number): void {
+    if (!Number.isInteger(budget) || budget < 1) throw new Error(`the step budget must be a positive integer, got ${budget}`);
+    if (this.phase !== 'training') throw new Error(`training is over (${this.phase}): the budget can no longer change`);
+    if (budget < this.state.step) throw new Error(`the step budget ${budget} is below the current step ${this.state.step}`);
+  }
+
+  setBudget(budget: number): TrainingStatus {
+    this.state.budget = budget;
+    this.showProgress();
+    if (this.running && budget < this.running.target) this.interrupt('budget');
+    return this.status();
+  }
+
+  /** Segments until the budget is reached or a stop was asked for; or until the history should continue as new. */
+  async train(trainSegment: (segment: SegmentRequest) => Promise<TrainSegmentResult>): Promise<'finished' | 'continue-as-new'> {
+    const { state, t, tracker } = this;
+    tracker.start('training');
+    this.showProgress();
+    let segmentsThisRun = 0;
+    while (!state.stopRequested && state.step < state.budget) {
+      if (state.paused) {
+        await condition(() => !state.paused || state.stopRequested);
+        continue;
+      }
+      if (workflowInfo().continueAsNewSuggested || (t.maxSegmentsPerRun !== undefined && segmentsThisRun >= t.maxSegmentsPerRun)) return 'continue-as-new';
+      state.segment += 1;
+      segmentsThisRun += 1;
+      const target = Math.min(state.step + t.segmentSteps, state.budget);
+      const scope = new CancellationScope();
+      this.running = { scope, target };
+      this.interrupted = null;
+      let result: TrainSegmentResult | null = null;
+      try {
+        result = await scope.run(() => trainSegment({ segment: state.segment, fromStep: state.step, targetStep: target, totalSteps: state.budget }));
+      } catch (error) {
+        // Our own interruption of a segment that had not started (or confirmed it by failing) is no failure.
+        if (!(this.interrupted !== null && isCancellation(error))) {
+          tracker.finish('training', 'failed', `segment ${state.segment} (steps ${state.step}→${target}) failed`);
+          throw error;
+        }
+      } finally {
+        this.running = null;
+      }
+      if (result) {
+        state.step = result.step;
+        state.checkpoint = result.checkpoint;
+        state.checkpointStep = result.checkpoint === null ? null : result.step;
+        state.latest = result.latest ?? state.latest;
+        this.modelParameters = result.trainerParameters ?? this.modelParameters;
+        this.showProgress();
+      }
+      if (state.step > state.budget) {
+        state.notes.push(`the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`);
+        state.budget = state.step;
+      }
+    }
+    return 'finished';
+  }
+
+  /** The report of the finished run: metrics of every step, the curves, the notes. */
+  async report(writeTrainingReport: typeof activities.writeTrainingReport): Promise<TrainingReportOutput> {
+    const { state, t, tracker } = this;
+    tracker.finish('training', 'completed', `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`);
+    this.phase = 'reporting';
+    tracker.start('report');
+    if (this.modelParameters !== null && t.smokeRun) state.notes.push(`smoke run: the model has ${this.modelParameters} parameters`);
+    const report = await writeTrainingReport({
+      runId: this.config.runId,
+      runDir: this.config.runDir,
+      step: state.step,
+      recipe: t.recipe,
+      algorithm: effectiveAlgorithm(t),
+      budget: state.budget,
+      stoppedEarly: state.step < state.budget,
+      smokeRun: t.smokeRun,
+      modelDir: t.modelDir,
+      notes: state.notes,
+    });
+    tracker.finish('report', 'completed', `${report.steps} steps, ${report.plots.length} plots`);
+    this.phase = 'done';
+    tracker.complete();
+    return report;
+  }
+
+  result(report: TrainingReportOutput): TrainingResult {
+    const { state } = this;
+    return {
+      runId: this.config.runId,
+      step: state.step,
+      budget: state.budget,
+      stoppedEarly: state.step < state.budget,
+      checkpoint: state.checkpoint,
+      segments: state.segment,
+      report,
+      notes: state.notes,
+    };
+  }
+
+  private showProgress(): void {
+    const { state } = this;
     const latest = state.latest;
     const counts: Record<string, number> = { segment: state.segment };
     if (state.checkpointStep !== null) counts.checkpointStep = state.checkpointStep;
     if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
-    tracker.progress({ stage: 'training', done: state.step, total: state.budget, unit: 'steps', counts });
-  };
-  const interrupt = (why: 'pause' | 'stop' | 'budget') => {
-    if (running && interrupted === null) {
-      interrupted = why;
-      running.scope.cancel();
-    }
-  };
-  setHandler(trainingStatusQuery, status);
-  setHandler(pauseSignal, () => {
-    state.paused = true;
-    interrupt('pause');
-  });
-  setHandler(resumeSignal, () => {
-    state.paused = false;
-  });
-  setHandler(stopAfterCheckpointSignal, () => {
-    state.stopRequested = true;
-    interrupt('stop');
-  });
-  setHandler(trainingProgressSignal, (progress) => {
-    if (progress.segment !== state.segment) return; // a late signal of a finished segment
-    state.step = progress.step;
-    state.checkpointStep = progress.checkpointStep;
-    if (progress.latest) state.latest = progress.latest;
-    showProgress();
-  });
-  setHandler(
-    setStepBudgetUpdate,
-    (budget) => {
-      state.budget = budget;
-      showProgress();
-      if (running && budget < running.target) interrupt('budget');
-      return status();
-    },
-    {
-      validator: (budget) => {
-        if (!Number.isInteger(budget) || budget < 1) throw new Error(`the step budget must be a positive integer, got ${budget}`);
-        if (phase !== 'training') throw new Error(`training is over (${phase}): the budget can no longer change`);
-        if (budget < state.step) throw new Error(`the step budget ${budget} is below the current step ${state.step}`);
-      },
-    },
-  );
-
-  tracker.start('training');
-  showProgress();
-  let segmentsThisRun = 0;
-  let modelParameters: number | null = null;
-  while (!state.stopRequested && state.step < state.budget) {
-    if (state.paused) {
-      await condition(() => !state.paused || state.stopRequested);
-      continue;
-    }
-    if (workflowInfo().continueAsNewSuggested || (t.maxSegmentsPerRun !== undefined && segmentsThisRun >= t.maxSegmentsPerRun)) {
-      await condition(allHandlersFinished);
-      return continueAsNew<typeof training>({ ...input, artifacts: { ...input.artifacts, samples }, carried: { ...state, runs: state.runs + 1 } });
-    }
-    state.segment += 1;
-    segmentsThisRun += 1;
-    const target = Math.min(state.step + t.segmentSteps, state.budget);
-    const scope = new CancellationScope();
-    running = { scope, target };
-    interrupted = null;
-    let result: TrainSegmentResult | null = null;
-    try {
-      result = await scope.run(() =>
-        trainSegment({
-          runId: config.runId,
-          runDir: config.runDir,
-          trainingWorkflowId: workflowInfo().workflowId,
-          samples,
-          training: t,
-          segment: state.segment,
-          fromStep: state.step,
-          targetStep: target,
-          totalSteps: state.budget,
-        }),
-      );
-    } catch (error) {
-      // Our own interruption of a segment that had not started (or confirmed it by failing) is no failure.
-      if (!(interrupted !== null && isCancellation(error))) {
-        tracker.finish('training', 'failed', `segment ${state.segment} (steps ${state.step}→${target}) failed`);
-        throw error;
-      }
-    } finally {
-      running = null;
-    }
-    if (result) {
-      state.step = result.step;
-      state.checkpoint = result.checkpoint;
-      state.checkpointStep = result.checkpoint === null ? null : result.step;
-      state.latest = result.latest ?? state.latest;
-      modelParameters = result.trainerParameters ?? modelParameters;
-      showProgress();
-    }
-    if (state.step > state.budget) {
-      state.notes.push(`the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`);
-      state.budget = state.step;
-    }
+    this.tracker.progress({ stage: 'training', done: state.step, total: state.budget, unit: 'steps', counts });
   }
 
-  tracker.finish('training', 'completed', `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`);
-  phase = 'reporting';
-  tracker.start('report');
-  if (modelParameters !== null && t.smokeRun) state.notes.push(`smoke run: the model has ${modelParameters} parameters`);
-  const report = await writeTrainingReport({
-    runId: config.runId,
-    runDir: config.runDir,
-    step: state.step,
-    recipe: t.recipe,
-    algorithm: effectiveAlgorithm(t),
-    budget: state.budget,
-    stoppedEarly: state.step < state.budget,
-    smokeRun: t.smokeRun,
-    modelDir: t.modelDir,
-    notes: state.notes,
-  });
-  tracker.finish('report', 'completed', `${report.steps} steps, ${report.plots.length} plots`);
-  phase = 'done';
-  tracker.complete();
-  await condition(allHandlersFinished);
-  return {
-    runId: config.runId,
-    step: state.step,
-    budget: state.budget,
-    stoppedEarly: state.step < state.budget,
-    checkpoint: state.checkpoint,
-    segments: state.segment,
-    report,
-    notes: state.notes,
-  };
+  private interrupt(why: 'pause' | 'stop' | 'budget'): void {
+    if (this.running && this.interrupted === null) {
+      this.interrupted = why;
+      this.running.scope.cancel();
+    }
+  }
 }

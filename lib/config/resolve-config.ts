@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../../schemas/config';
-import type { ResolvedTrainingConfig } from '../../schemas/training';
+import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 import { resolveDownstreamPaths } from './downstream-paths';
 import { resolveEvaluationPaths } from './evaluation-paths';
 import { resolveTrainingPaths } from './training-paths';

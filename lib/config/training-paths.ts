@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { ResolvedTrainingConfig, TrainingConfig } from '../../schemas/training';
+import type { ResolvedTrainingConfig, TrainingConfig } from '../../schemas/training/config';
 import { temporalConfig } from '../../temporal.config';
 
 /**

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
+import { startProcessGroup } from '../process';
 
 /**
  * Runs one outside program (a test runner, OpenHands, the SWE-bench harness) from an argument array — never
- * a shell — in its own process group, so a timeout or an abort kills the program and everything it started
+ * a shell — in its own process group (lib/process), so a timeout or an abort kills the program and everything it started
  * (pytest workers, docker clients, shims). Resolves in every case; a program that cannot be started is
  * `spawnError`, not an exception.
  */
@@ -86,54 +86,23 @@ export function runProcess(argv: readonly string[], options: ProcessOptions): Pr
   }
   if (options.signal?.aborted) return Promise.resolve(finish({ aborted: true }));
 
-  return new Promise((resolve) => {
-    const child = spawn(program, args, {
+  let group;
+  try {
+    group = startProcessGroup(program, args, {
       cwd: options.cwd,
       env: options.env,
-      shell: false,
-      detached: true,
-      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdin: options.stdin,
+      stdout: (chunk) => out.push(chunk),
+      stderr: (chunk) => err.push(chunk),
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
     });
-    let killedFor: 'timeout' | 'abort' | undefined;
-    let settled = false;
-    const killGroup = (why: 'timeout' | 'abort') => {
-      killedFor ??= why;
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        try {
-          child.kill('SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-    };
-    const timer = setTimeout(() => killGroup('timeout'), options.timeoutMs);
-    const onAbort = () => killGroup('abort');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    const settle = (result: ProcessResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      resolve(result);
-    };
-    child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
-    if (options.stdin !== undefined && child.stdin) {
-      child.stdin.on('error', () => {
-        // the program may exit without reading its stdin
-      });
-      child.stdin.end(options.stdin);
-    }
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      settle(finish({ spawnError: { code: error.code ?? 'UNKNOWN', message: error.message } }));
-    });
-    child.on('close', (exitCode, signal) => {
-      // A killed group leader may leave grandchildren holding the pipes; 'close' waits for them, and the
-      // group kill above reached them too.
-      settle(finish({ exitCode, signal, timedOut: killedFor === 'timeout', aborted: killedFor === 'abort' }));
-    });
+  } catch (error) {
+    return Promise.reject(error); // arguments Node refuses outright (a NUL byte)
+  }
+  return group.exited.then(({ code, signal, stoppedFor, spawnError }) => {
+    if (spawnError) return finish({ spawnError: { code: spawnError.code ?? 'UNKNOWN', message: spawnError.message } });
+    return finish({ exitCode: code, signal, timedOut: stoppedFor === 'timeout', aborted: stoppedFor === 'abort' });
   });
 }
 

@@ -4,7 +4,7 @@ import { readRows } from '../artifacts';
 import type { AgentInstance } from '../../schemas/agent';
 import { groundTruthFromColumns, type GoldLineRange } from '../../schemas/ground-truth';
 import { SampleSchema } from '../../schemas/samples';
-import type { TrainingRecipe } from '../../schemas/training';
+import type { TrainingRecipe } from '../../schemas/training/config';
 import { recipeDefinition } from './recipes';
 
 /** What the rewards compare an answer with (SPEC §5 "Rewards"). Files the gold patch creates are left out. */

@@ -3,7 +3,7 @@ import { runTool } from '../sandbox';
 import { codeGrepReward, codeScoutReward, advantageScale } from '../rewards';
 import { locationsToSets } from '../metrics/levels';
 import type { ToolRunner } from '../agent';
-import type { TrainingRecipe } from '../../schemas/training';
+import type { TrainingRecipe } from '../../schemas/training/config';
 import { createTrainingEnvironment } from './environment';
 import { loadEnvSamples, type EnvSample } from './env-samples';
 import { EnvRequestError } from './protocol';

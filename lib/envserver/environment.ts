@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AgentLimits } from '../../schemas/agent';
-import type { TrainingRecipe } from '../../schemas/training';
+import type { TrainingRecipe } from '../../schemas/training/config';
 import { createEpisode, resolveAgentLimits, type Episode, type ToolRunner } from '../agent';
 import type { SandboxOptions } from '../sandbox';
 import type { EnvSample } from './env-samples';

@@ -1,5 +1,5 @@
 import type { AnswerFormat } from '../../schemas/agent';
-import type { TrainingRecipe } from '../../schemas/training';
+import type { TrainingRecipe } from '../../schemas/training/config';
 import { recipePreset } from '../recipes';
 
 export interface RecipeDefinition {

@@ -1,5 +1,5 @@
 import type { AgentAnswer, EndReason } from '../../schemas/agent';
-import type { TrainingRecipe } from '../../schemas/training';
+import type { TrainingRecipe } from '../../schemas/training/config';
 import { locationsToSets } from '../metrics/levels';
 import { advantageScale, codeGrepReward, codeScoutReward, toolCallsPerTurn } from '../rewards';
 import type { RewardTargets } from './env-samples';

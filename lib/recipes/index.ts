@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerFormatSchema, type AnswerFormat } from '../../schemas/agent';
-import type { TrainingAlgorithm, TrainingRecipe } from '../../schemas/training';
+import type { TrainingAlgorithm, TrainingRecipe } from '../../schemas/training/config';
 import presetsJson from './presets.json';
 
 /**

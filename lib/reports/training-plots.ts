@@ -1,4 +1,4 @@
-import type { TrainingMetricsRow } from '../../schemas/training';
+import type { TrainingMetricsRow } from '../../schemas/training/metrics';
 
 /**
  * Self-contained SVG line plots of the training metrics over steps, the panels of CodeGrep's Fig. 2 (reward,

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { SANDBOX_LIMITS } from './limits';
 import { findExecutable, sandboxEnv } from './executables';
 import { PermitWaitError, subprocessSlots, type Semaphore } from './semaphore';
+import { signalProcessGroup } from '../process';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
@@ -100,16 +101,8 @@ export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESO
 
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    // detached: true made the child a process-group leader; the negative pid reaches all of its group.
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  // detached: true made the child a process-group leader; the group signal reaches all of it.
+  signalProcessGroup(child.pid, 'SIGKILL');
 }
 
 /**

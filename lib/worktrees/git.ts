@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { startProcessGroup } from '../process';
 import { WorktreeError } from './errors';
 
 /**
- * Runs git with an argument array (never a shell) in its own process group, so a timeout or an abort kills
+ * Runs git with an argument array (never a shell) in its own process group (lib/process), so a timeout or an abort kills
  * git and every helper it started (remote-https, index-pack), not just the parent.
  *
  * The environment never lets git wait for a human: no terminal prompt, an askpass that answers nothing
@@ -129,53 +129,33 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
       reject(new WorktreeError('git-failed', `hardened git ${args[0] ?? ''} needs a cwd`, { retryable: false }));
       return;
     }
-    const child = spawn('git', opts.hardened ? hardenedGitArgs(args) : args, {
-      cwd: opts.cwd,
-      env: opts.hardened ? hardenedGitEnv(opts.cwd!) : gitEnv(),
-      shell: false,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outBytes = 0;
     let errBytes = 0;
-    child.stdout.on('data', (b: Buffer) => {
-      if ((outBytes += b.length) <= OUTPUT_CAP_BYTES) out.push(b);
+    const group = startProcessGroup('git', opts.hardened ? hardenedGitArgs(args) : args, {
+      cwd: opts.cwd,
+      env: opts.hardened ? hardenedGitEnv(opts.cwd!) : gitEnv(),
+      stdout: (b) => {
+        if ((outBytes += b.length) <= OUTPUT_CAP_BYTES) out.push(b);
+      },
+      stderr: (b) => {
+        if ((errBytes += b.length) <= OUTPUT_CAP_BYTES) err.push(b);
+      },
+      timeoutMs: opts.timeoutMs,
+      signal: opts.signal,
     });
-    child.stderr.on('data', (b: Buffer) => {
-      if ((errBytes += b.length) <= OUTPUT_CAP_BYTES) err.push(b);
-    });
-    let killedFor: 'timeout' | 'abort' | undefined;
-    const killGroup = (why: 'timeout' | 'abort') => {
-      killedFor = why;
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    };
-    const timer = setTimeout(() => killGroup('timeout'), opts.timeoutMs);
-    const onAbort = () => killGroup('abort');
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    const done = () => {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-    };
-    child.on('error', (e) => {
-      done();
-      reject(new WorktreeError('git-failed', `could not run git: ${e.message}`, { retryable: false, cause: e }));
-    });
-    child.on('close', (code, signal) => {
-      done();
+    void group.exited.then(({ code, signal, stoppedFor, spawnError }) => {
       const stderr = Buffer.concat(err).toString('utf8');
-      if (killedFor === 'timeout') {
+      if (spawnError) {
+        reject(new WorktreeError('git-failed', `could not run git: ${spawnError.message}`, { retryable: false, cause: spawnError }));
+      } else if (stoppedFor === 'timeout') {
         reject(
           new WorktreeError('git-timeout', `git ${args.join(' ')} timed out after ${opts.timeoutMs} ms`, {
             retryable: true,
           }),
         );
-      } else if (killedFor === 'abort') {
+      } else if (stoppedFor === 'abort') {
         reject(new WorktreeError('aborted', `git ${args.join(' ')} aborted`, { retryable: true }));
       } else {
         resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { readParquetObjects } from '../../lib/artifacts';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import type { WorkflowProgress } from '../../schemas/progress';
-import type { TrainingResult, TrainingStatus } from '../../schemas/training';
+import type { TrainingResult, TrainingStatus } from '../../schemas/training/workflow';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { buildFixtureRepo } from '../support/fixture-repos';
 import { spawnGpuWorkerProcess } from '../support/gpu-worker';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { effectiveRecipeRows } from './training-report';
+import { effectiveRecipeRows } from './report';
 
 describe('effectiveRecipeRows', () => {
   const dirs: string[] = [];

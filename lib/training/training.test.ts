@@ -3,9 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hashConfig, writeParquetArtifact } from '../lib/artifacts';
-import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, trainingMetricsArrowSchema, type ResolvedTrainingConfig } from '../schemas/training';
-import { trainerArgs, trainerConfig } from './training-config';
+import { hashConfig, writeParquetArtifact } from '../artifacts';
+import type { ResolvedTrainingConfig } from '../../schemas/training/config';
+import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, trainingMetricsArrowSchema } from '../../schemas/training/metrics';
+import { trainerArgs, trainerConfig } from './trainer-config';
 import {
   attemptFiles,
   listSegments,
@@ -20,8 +21,9 @@ import {
   segmentMetricsPath,
   stepRowFromLine,
   trainingLayout,
-} from './training-metrics';
-import { LineTail, reapStaleTrainer, writePidFile } from './training-process';
+} from '.';
+import { LineTail } from '../process';
+import { reapStaleTrainer, writePidFile } from './trainer-pid-file';
 
 let runDir: string;
 beforeEach(() => {

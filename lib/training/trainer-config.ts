@@ -1,6 +1,6 @@
-import { resolveAgentLimits } from '../lib/agent';
-import { recipePreset, trainerRecipeName } from '../lib/recipes';
-import type { ResolvedTrainingConfig } from '../schemas/training';
+import { resolveAgentLimits } from '../agent';
+import { recipePreset, trainerRecipeName } from '../recipes';
+import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 
 /** trainer/config.py spells Dr.GRPO `dr_grpo`. */
 const TRAINER_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', drgrpo: 'dr_grpo' } as const;

@@ -1,0 +1,42 @@
+import { writeFile } from 'node:fs/promises';
+import { createTrainingEnvironment, loadEnvSamples, startEnvServer, type EnvServer, type LoadedEnvSamples, type TrainingEnvironment } from '../envserver';
+import type { ResolvedTrainingConfig } from '../../schemas/training/config';
+import { attemptFiles, nextAttemptNumber, segmentDir, trainingLayout } from './layout';
+import { environmentLimits, trainerConfig } from './trainer-config';
+
+/** The samples file holds no sample the recipe can train on (the input is wrong: no retry helps). */
+export class NoTrainableSamplesError extends Error {
+  override readonly name = 'NoTrainableSamplesError';
+}
+
+export interface SegmentSetup {
+  loaded: LoadedEnvSamples;
+  environment: TrainingEnvironment;
+  /** Serving `environment` on loopback; the caller closes it once the trainer exited. */
+  server: EnvServer;
+  /** This attempt's number in the segment folder and its files (config, stdout, stderr). */
+  attempt: number;
+  files: ReturnType<typeof attemptFiles>;
+}
+
+/** Everything a segment attempt needs before its trainer starts: the samples, their environment server, the trainer's config file. */
+export async function setUpSegment(
+  input: { runDir: string; segment: number; totalSteps: number; samplesUri: string; training: ResolvedTrainingConfig },
+  onServerError: (error: unknown, route: string) => void,
+): Promise<SegmentSetup> {
+  const t = input.training;
+  const loaded = await loadEnvSamples(input.samplesUri, t.recipe);
+  if (loaded.instanceIds.length === 0) {
+    const first = loaded.skipped.slice(0, 3).map((s) => `${s.instanceId}: ${s.reason}`).join('; ') || 'the file is empty';
+    throw new NoTrainableSamplesError(`no trainable sample in ${input.samplesUri} (${loaded.skipped.length} skipped; first: ${first})`);
+  }
+  const environment = createTrainingEnvironment({ samples: loaded.samples, recipe: t.recipe, limits: environmentLimits(t), codescoutTurnBonus: t.codescoutTurnBonus });
+  const server = await startEnvServer(environment, { onInternalError: onServerError });
+  const dir = segmentDir(input.runDir, input.segment);
+  const attempt = nextAttemptNumber(dir);
+  const files = attemptFiles(dir, attempt);
+  const outputDir = trainingLayout(input.runDir).trainerOutput;
+  const config = trainerConfig(t, { outputDir, envUrl: server.url, instanceIds: loaded.instanceIds, totalSteps: input.totalSteps });
+  await writeFile(files.config, JSON.stringify(config, null, 2) + '\n');
+  return { loaded, environment, server, attempt, files };
+}

@@ -1,0 +1,110 @@
+import { z } from 'zod';
+
+/**
+ * The `training` section of the run config (SPEC §5 "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4).
+ * Pure zod: safe to import (as types) from workflow code.
+ *
+ * Paper parameters are NOT defaulted here: a field left out is not passed to the trainer, which takes it from
+ * the recipe's preset (lib/recipes/presets.json, each value with its paper section; `recipe` below picks the
+ * preset) or from its config.py. The agent limits default in lib/agent/limits.ts.
+ */
+
+/** CodeGrep's three reward iterations (§3.5, Table 1) and CodeScout's reward (§3.3). */
+export const TrainingRecipeSchema = z.enum(['v1', 'v2', 'v3', 'codescout']);
+export type TrainingRecipe = z.infer<typeof TrainingRecipeSchema>;
+
+/** GRPO (CodeGrep §3.6), GSPO (CodeScout §3.4), Dr.GRPO (CodeScout App. E). */
+export const TrainingAlgorithmSchema = z.enum(['grpo', 'gspo', 'drgrpo']);
+export type TrainingAlgorithm = z.infer<typeof TrainingAlgorithmSchema>;
+
+/** Keys of trainer/config.py the training activity sets itself; `trainer` may not override them. */
+export const TRAINER_KEYS_SET_BY_ACTIVITY = ['model_path', 'output_dir', 'env_url', 'data', 'total_steps'] as const;
+
+const positiveInt = z.number().int().min(1);
+
+export const TrainingLimitsSchema = z
+  .object({
+    /** Turns per rollout, the answer turn included (lib/agent default: 4 = 3 exploration + 1 answer). */
+    maxTurns: positiveInt.optional(),
+    /** Tool calls run per turn (lib/agent default: 8). */
+    maxToolCallsPerTurn: positiveInt.optional(),
+    /** Generated tokens per rollout over all turns (trainer `max_new_tokens`). */
+    maxNewTokens: positiveInt.optional(),
+    /** Generated tokens per turn (trainer `max_new_tokens_per_turn`). */
+    maxNewTokensPerTurn: positiveInt.optional(),
+    /** Context limit of a rollout (trainer `max_seq_len`). */
+    maxSeqLen: positiveInt.optional(),
+  })
+  .strict();
+export type TrainingLimits = z.infer<typeof TrainingLimitsSchema>;
+
+const TrainingConfigObject = z
+  .object({
+    /** A local Hugging Face model directory (`from_pretrained(dir)`); training nodes have no hub access. */
+    modelDir: z.string().min(1),
+    recipe: TrainingRecipeSchema.default('v3'),
+    /** Default: the recipe's (lib/recipes/presets.json: GRPO for v1/v2/v3, GSPO for codescout). */
+    algorithm: TrainingAlgorithmSchema.optional(),
+    /** The step budget; `codegrep training budget <runId> --steps N` changes it while the run goes on. */
+    steps: positiveInt,
+    /** Steps per training activity (one trainer process): the unit of heartbeats, metrics files and restarts. */
+    segmentSteps: positiveInt.default(50),
+    checkpointEvery: positiveInt.optional(),
+    keepCheckpoints: positiveInt.optional(),
+    /** Prompts per step (trainer `batch_size`). */
+    batchSize: positiveInt.optional(),
+    /** Rollouts per prompt: the GRPO group (trainer `group_size`). */
+    groupSize: z.number().int().min(2).optional(),
+    limits: TrainingLimitsSchema.default({}),
+    lr: z.number().positive().optional(),
+    warmupRatio: z.number().min(0).lt(1).optional(),
+    temperature: z.number().positive().optional(),
+    topP: z.number().gt(0).max(1).optional(),
+    topK: positiveInt.optional(),
+    klBeta: z.number().min(0).optional(),
+    lora: z.object({ r: positiveInt.optional(), alpha: z.number().positive().optional(), dropout: z.number().min(0).lt(1).optional() }).strict().optional(),
+    /** Seed of the data order and sampling; a resume must use the same one. */
+    seed: z.number().int().min(0).default(0),
+    /** Mask the loss of rollouts that use every turn without answering; default: the recipe's (lib/recipes/presets.json). */
+    maskUnansweredAtTurnLimit: z.boolean().optional(),
+    /** CodeScout's auxiliary +1 for ending in exactly maxTurns turns (CodeScout-14B). */
+    codescoutTurnBonus: z.boolean().default(false),
+    /** Any other trainer/config.py key, passed as is (generator, dtype, micro_batch_tokens, vllm, chat_template_kwargs, …). */
+    trainer: z.record(z.string(), z.unknown()).default({}),
+    /**
+     * Trainer processes per segment, one per GPU of the GPU worker's node. Above 1 the segment runs
+     * `python -m torch.distributed.run --standalone --nproc-per-node <gpus> -m trainer.train` (trainer/distributed.py:
+     * rollouts sharded by rank, one optimizer step per training step; on a CPU node, gloo processes).
+     */
+    gpus: positiveInt.default(1),
+    /** The trainer's Python (the venv made by scripts/setup-python.sh). */
+    python: z.string().min(1).default('.venv/bin/python'),
+    /** Task queue of the GPU worker; default temporal.config.ts `taskQueues.gpu`. */
+    gpuTaskQueue: z.string().min(1).optional(),
+    /** How long a stopped trainer may take to checkpoint and exit before it is killed. */
+    stopGraceMs: positiveInt.default(300_000),
+    /** Least time between two progress signals of the training activity (signals land in history). */
+    progressEveryMs: positiveInt.default(5_000),
+    /** Continue-as-new after this many segments even when Temporal does not suggest it yet. */
+    maxSegmentsPerRun: positiveInt.optional(),
+    /** A plumbing check (e.g. a tiny random model on CPU): the report says its numbers mean nothing. */
+    smokeRun: z.boolean().default(false),
+  })
+  .strict();
+
+function refuseActivityKeys(training: { trainer: Record<string, unknown> }, ctx: z.RefinementCtx): void {
+  for (const key of TRAINER_KEYS_SET_BY_ACTIVITY) {
+    if (key in training.trainer) {
+      ctx.addIssue({ code: 'custom', path: ['trainer', key], message: `is set by the training activity; use the training section's own fields` });
+    }
+  }
+}
+
+export const TrainingConfigSchema = TrainingConfigObject.superRefine(refuseActivityKeys);
+export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
+export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
+
+/** The training section after validate-config: absolute paths, the GPU task queue filled in. */
+export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({ gpuTaskQueue: z.string().min(1) }).superRefine(refuseActivityKeys);
+export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;
+
