@@ -3,6 +3,7 @@ import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, readManifest, refFromManifest, writeBytesAtomically, writeParquetArtifact } from '../lib/artifacts';
 import { trainingPlots, type TrainingPlot } from '../lib/reports/training-plots';
+import { pullTrainingRecords } from '../lib/store-sync'; // store (issue #13)
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import {
   TRAINING_METRICS_SCHEMA_NAME,
@@ -127,6 +128,8 @@ function html(input: ReturnType<typeof TrainingReportInputSchema.parse>, summary
  */
 export async function writeTrainingReport(rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
   const input = TrainingReportInputSchema.parse(rawInput);
+  // store (issue #13): the segments' logs, metrics and recipe come from the store (never the checkpoints)
+  if (input.store) await pullTrainingRecords(input.store, input.runId, input.runDir);
   const layout = trainingLayout(input.runDir);
   const rows = await runMetricsRows(input.runDir, input.step);
   const missing = missingSteps(rows, input.step);

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import { hashConfig, writeParquetArtifact } from '../lib/artifacts';
 import { createTrainingEnvironment, loadEnvSamples, startEnvServer } from '../lib/envserver';
+import { inspectStoredRun, materializeSampleWorktrees, nodeDataDir, nodeRunDir, openSegmentMirror, type SegmentMirror } from '../lib/store-sync'; // store (issue #13)
 import {
   TRAINING_METRICS_SCHEMA_NAME,
   TRAINING_METRICS_SCHEMA_VERSION,
@@ -66,7 +67,7 @@ async function tailOf(file: string, chars = 3000): Promise<string> {
 }
 
 /** The segment's steps (fromStep, upTo], each once, as `training/metrics/segment-<k>.parquet`. */
-async function writeSegmentMetrics(input: { runDir: string; segment: number; fromStep: number; samples: ArtifactRef }, upTo: number): Promise<{ ref: ArtifactRef; rows: TrainingMetricsRow[] }> {
+async function writeSegmentMetrics(input: { runDir: string; segment: number; fromStep: number; samples: ArtifactRef }, upTo: number, mirror: SegmentMirror | null = null): Promise<{ ref: ArtifactRef; rows: TrainingMetricsRow[] }> {
   const rows = newestPerStep(readSegmentLogRows(input.runDir, input.segment)).filter((r) => r.step > input.fromStep && r.step <= upTo);
   const ref = await writeParquetArtifact({
     path: segmentMetricsPath(input.runDir, input.segment),
@@ -77,6 +78,11 @@ async function writeSegmentMetrics(input: { runDir: string; segment: number; fro
     inputs: [input.samples],
     configHash: hashConfig({ stage: 'training-segment', segment: input.segment, fromStep: input.fromStep, upTo }),
   });
+  // store (issue #13): the segment's logs, then its metrics Parquet, to the store; the ref names the store's copy
+  if (mirror) {
+    await mirror.flush();
+    return { ref: await mirror.publishSegmentMetrics(segmentMetricsPath(input.runDir, input.segment)), rows };
+  }
   return { ref, rows };
 }
 
@@ -122,7 +128,12 @@ class TrainingSignals {
  * step normally, any other (worker shutdown, timeout) fails the attempt so it is retried.
  */
 export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSegmentResult> {
-  const input = TrainSegmentInputSchema.parse(rawInput);
+  let input = TrainSegmentInputSchema.parse(rawInput);
+  // store (issue #13): with a store this node works in its own run dir (CODEGREP_DATA_DIR/<runId>), synced through the store
+  const mirror = input.store
+    ? await openSegmentMirror({ store: input.store.uri, runId: input.runId, segment: input.segment, localRunDir: nodeRunDir(input.runDir, input.runId), onPushError: (error) => log.warn('training: a push to the store failed (the next one retries)', { error: String(error) }) })
+    : null;
+  if (mirror) input = { ...input, runDir: mirror.localRunDir };
   const context = Context.current();
   const startedAt = Date.now();
   await mkdir(segmentDir(input.runDir, input.segment), { recursive: true });
@@ -137,7 +148,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
   heartbeat();
   const keepAlive = setInterval(heartbeat, Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
   try {
-    return await runSegment(input, context, beat, heartbeat, startedAt);
+    return await runSegment(input, context, beat, heartbeat, startedAt, mirror);
   } finally {
     clearInterval(keepAlive);
   }
@@ -149,6 +160,7 @@ async function runSegment(
   beat: TrainingHeartbeat,
   heartbeat: () => void,
   startedAt: number,
+  mirror: SegmentMirror | null = null, // store (issue #13)
 ): Promise<TrainSegmentResult> {
   const training = input.training;
   const layout = trainingLayout(input.runDir);
@@ -163,6 +175,8 @@ async function runSegment(
     throw configError(`training.modelDir: ${training.modelDir} is not a local model directory (no config.json); copy the model to the node or build a tiny one with python -m trainer.random_model`);
   }
 
+  // store (issue #13): the store's newest checkpoint and this segment's earlier attempt logs, when newer than ours
+  if (mirror) log.info('training: pulled from the store', { ...where, ...(await mirror.pull()), runDir: input.runDir });
   const before = newestCheckpoint(input.runDir);
   const resumedFrom = before?.step ?? 0;
   const result = (fields: Pick<TrainSegmentResult, 'step' | 'checkpoint' | 'stoppedBy'> & { metrics: ArtifactRef; rows: TrainingMetricsRow[]; instances: number; skipped: number; parameters: number | null; device: string | null; attempt: number }): TrainSegmentResult => {
@@ -185,15 +199,18 @@ async function runSegment(
   };
   if (resumedFrom >= input.targetStep) {
     // A previous attempt got there (its result was lost with its worker): nothing to train.
-    const { ref, rows } = await writeSegmentMetrics(input, resumedFrom);
+    const { ref, rows } = await writeSegmentMetrics(input, resumedFrom, mirror);
     log.info('training: segment already done by an earlier attempt', { ...where, checkpointStep: resumedFrom });
     // The earlier attempt's trainer said what it ran (model size, device) in its start line; report that rather
     // than nothing, so a run whose last activity result was lost reports the same as one that was not.
     const earlier = segmentTrainerStarts(input.runDir, input.segment).at(-1);
-    return result({ step: resumedFrom, checkpoint: before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: earlier?.parameters ?? null, device: earlier?.device ?? null, attempt: context.info.attempt });
+    return result({ step: resumedFrom, checkpoint: mirror?.checkpointUri(before?.step ?? null) ?? before?.path ?? null, stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, parameters: earlier?.parameters ?? null, device: earlier?.device ?? null, attempt: context.info.attempt });
   }
 
-  const loaded = await loadEnvSamples(input.samples.uri, training.recipe);
+  // store (issue #13): the samples' worktrees, materialized on this node from the run's repoSource
+  const worktrees = mirror && input.store ? await materializeSampleWorktrees(input.samples.uri, { repoSource: input.store.repoSource, dataDir: nodeDataDir() ?? path.dirname(input.runDir), signal: context.cancellationSignal }) : null;
+  if (worktrees && worktrees.failed.length > 0) log.warn(`training: ${worktrees.failed.length} worktrees could not be materialized on this node`, { first: worktrees.failed.slice(0, 3) });
+  const loaded = await loadEnvSamples(input.samples.uri, training.recipe, worktrees ? { worktreePath: worktrees.worktreePath } : {});
   if (loaded.instanceIds.length === 0) {
     throw ApplicationFailure.create({
       type: 'InvalidInput',
@@ -293,12 +310,14 @@ async function runSegment(
       state.checkpoint = e.path;
       state.checkpointStep = e.step;
       beatNow();
+      mirror?.notify(); // store (issue #13)
       signals.send(progress(), true);
     } else if (e.event === 'step') {
       const row = stepRowFromLine(text, { segment: input.segment, attempt: fileAttempt, line, file: files.stdout })!;
       state.step = row.step;
       state.latest = latestStepMetrics(row);
       beatNow();
+      mirror?.notify(); // store (issue #13): the step line covers its checkpoint: its marker may go up now
       signals.send(progress());
       if (row.step >= input.targetStep && input.targetStep < input.totalSteps) stop('target');
     } else if (e.event === 'done' || e.event === 'stopped') {
@@ -332,6 +351,8 @@ async function runSegment(
     await server.close();
     await removePidFile(layout.pidFile);
   }
+  // store (issue #13): the last logs and checkpoint reach the store whatever the exit (a failed attempt's too)
+  if (mirror) await mirror.flush();
   const exited = exit as TrainerExit;
   const stats = environment.stats();
   log.info('training: trainer exited', { ...where, exit: exited, step: state.step, stopReason: state.stopReason, episodes: stats.opened, open: stats.open });
@@ -353,7 +374,7 @@ async function runSegment(
   const after = newestCheckpoint(input.runDir);
   const reached = after?.step ?? 0;
   if (after && reached !== state.step) log.warn('training: the newest checkpoint is not the step the trainer reported last', { ...where, checkpointStep: reached, reported: state.step });
-  const { ref, rows } = await writeSegmentMetrics(input, reached);
+  const { ref, rows } = await writeSegmentMetrics(input, reached, mirror);
   const stoppedBy = state.stopReason === 'target' ? 'target' : state.stopReason === 'cancelled' ? 'cancelled' : state.finished === 'done' ? 'budget' : 'signal';
   state.step = reached;
   state.checkpoint = after?.path ?? null;
@@ -366,7 +387,7 @@ async function runSegment(
   }
   return result({
     step: reached,
-    checkpoint: after?.path ?? null,
+    checkpoint: mirror?.checkpointUri(after?.step ?? null) ?? after?.path ?? null, // store (issue #13)
     stoppedBy,
     metrics: ref,
     rows,
@@ -379,7 +400,8 @@ async function runSegment(
 }
 
 /** What a training run left on disk: where a new workflow on the same run directory continues from. */
-export async function inspectTrainingRun(input: { runDir: string }): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
+export async function inspectTrainingRun(input: { runDir: string; runId?: string; store?: string }): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
+  if (input.store) return inspectStoredRun(input.store, input.runId ?? path.basename(input.runDir)); // store (issue #13)
   const checkpoint = newestCheckpoint(input.runDir);
   const segments = listSegments(input.runDir);
   return { checkpointStep: checkpoint?.step ?? null, checkpoint: checkpoint?.path ?? null, lastSegment: segments.length > 0 ? segments[segments.length - 1]! : 0 };

@@ -1,6 +1,7 @@
 import * as arrow from 'apache-arrow';
 import { z } from 'zod';
 import { ArtifactRefSchema } from './artifact-ref';
+import { SegmentStoreSchema, StoreUriSchema } from './store'; // store (issue #13)
 
 /**
  * The training stage (SPEC §5 "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4): the `training` section of
@@ -342,6 +343,8 @@ export const TrainSegmentInputSchema = z.object({
   targetStep: positiveInt,
   /** The budget: the trainer's total_steps, which shapes the lr schedule. */
   totalSteps: positiveInt,
+  // store (issue #13): set, the segment runs shared-nothing (node-local run dir and worktrees, state via the store)
+  store: SegmentStoreSchema.nullable().default(null),
 });
 export type TrainSegmentInput = z.input<typeof TrainSegmentInputSchema>;
 
@@ -424,6 +427,8 @@ export const TrainingReportInputSchema = z.object({
   smokeRun: z.boolean(),
   modelDir: z.string(),
   notes: z.array(z.string()).default([]),
+  // store (issue #13): set, the segments' logs and metrics are read from the store
+  store: StoreUriSchema.optional(),
 });
 export type TrainingReportInput = z.input<typeof TrainingReportInputSchema>;
 

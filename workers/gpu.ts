@@ -14,6 +14,7 @@ import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { setActivityClient } from '../activities/kit';
 import { trainSegment } from '../activities/training';
+import { setNodeDataDir } from '../lib/store-sync';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 
@@ -24,6 +25,12 @@ export interface GpuWorkerOptions {
   /** TLS / mTLS / API key settings over temporal.config.ts's (workers/connection.ts). */
   connection?: Partial<TemporalConnectionSettings>;
   overrides?: Partial<WorkerOptions>;
+  /**
+   * This node's own data dir (issue #13): with a run `store`, segments work in `<dataDir>/<runId>` and keep
+   * bare clones and worktrees in `<dataDir>/repos`, `<dataDir>/worktrees`. Default: CODEGREP_DATA_DIR, else
+   * the run directory the workflow names (a shared mount, as without a store).
+   */
+  dataDir?: string;
 }
 
 export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{ worker: Worker; close(): Promise<void> }> {
@@ -36,6 +43,7 @@ export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{
     throw error;
   });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
+  if (options.dataDir) setNodeDataDir(options.dataDir);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,

@@ -79,11 +79,15 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+  // store (issue #13): with a store, the samples reach it first and the GPU segment runs shared-nothing
+  const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
+  const { publishToStore } = proxyActivities<typeof activities>(activityOptions('short'));
+  const segmentSamples = store ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: samples }) : samples;
   let state: TrainingCarry;
   if (input.carried) {
     state = input.carried;
   } else {
-    const disk = await inspectTrainingRun({ runDir: config.runDir });
+    const disk = await inspectTrainingRun({ runDir: config.runDir, ...(store ? { runId: config.runId, store: store.uri } : {}) }); // store (issue #13)
     state = {
       step: disk.checkpointStep ?? 0,
       budget: t.steps,
@@ -194,7 +198,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
           runId: config.runId,
           runDir: config.runDir,
           trainingWorkflowId: workflowInfo().workflowId,
-          samples,
+          samples: segmentSamples, // store (issue #13)
+          ...(store ? { store } : {}), // store (issue #13)
           training: t,
           segment: state.segment,
           fromStep: state.step,
@@ -240,6 +245,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     smokeRun: t.smokeRun,
     modelDir: t.modelDir,
     notes: state.notes,
+    ...(store ? { store: store.uri } : {}), // store (issue #13)
   });
   tracker.finish('report', 'completed', `${report.steps} steps, ${report.plots.length} plots`);
   phase = 'done';
