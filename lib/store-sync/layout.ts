@@ -49,16 +49,20 @@ export function storeTraining(runId: string) {
   };
 }
 
-/** The newest complete local checkpoint (a `step-N/` holding the trainer's COMPLETE marker). */
-export function newestLocalCheckpoint(runDir: string): { step: number; path: string } | null {
+/** The complete local checkpoints (`step-N/` holding the trainer's COMPLETE marker), oldest first. */
+export function localCheckpoints(runDir: string): { step: number; path: string }[] {
   const dir = localTraining(runDir).checkpoints;
-  if (!existsSync(dir)) return null;
-  let newest: { step: number; path: string } | null = null;
+  if (!existsSync(dir)) return [];
+  const found: { step: number; path: string }[] = [];
   for (const name of readdirSync(dir)) {
     const match = /^step-(\d+)$/.exec(name);
     if (!match || !existsSync(path.join(dir, name, 'COMPLETE'))) continue;
-    const step = Number(match[1]);
-    if (!newest || step > newest.step) newest = { step, path: path.join(dir, name) };
+    found.push({ step: Number(match[1]), path: path.join(dir, name) });
   }
-  return newest;
+  return found.sort((a, b) => a.step - b.step);
+}
+
+/** The newest complete local checkpoint. */
+export function newestLocalCheckpoint(runDir: string): { step: number; path: string } | null {
+  return localCheckpoints(runDir).at(-1) ?? null;
 }

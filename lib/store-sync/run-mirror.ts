@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import { readManifest } from '../artifacts/manifest';
 import { openArtifactStore, publishArtifact, pullDirectory, pushDirectory, type ArtifactStore } from '../artifacts/store';
-import { localTraining, newestLocalCheckpoint, segmentName, stepDirName, storeTraining } from './layout';
+import { localCheckpoints, localTraining, newestLocalCheckpoint, segmentName, stepDirName, storeTraining } from './layout';
 
 /**
  * A training segment's run directory mirrored through the artifact store (issue #13), so a GPU node shares
@@ -227,10 +227,9 @@ export class SegmentMirror {
         if (name.endsWith('.stdout.jsonl')) covered = Math.max(covered, loggedSteps(bytes.toString('utf8')));
       }
     }
-    // 2. The newest complete local checkpoint those logs cover, if the store has no marker for it yet: files first.
-    let checkpoint: { step: number; path: string } | null = null;
-    const newest = newestLocalCheckpoint(this.options.localRunDir);
-    if (newest && newest.step <= covered && !this.markedSteps.has(newest.step)) checkpoint = newest;
+    // 2. The newest complete local checkpoint those logs cover, if newer than every marker the store has.
+    const newestMarked = Math.max(0, ...this.markedSteps);
+    const checkpoint = localCheckpoints(this.options.localRunDir).filter((c) => c.step <= covered && c.step > newestMarked).at(-1) ?? null;
     // 3. Changed logs (each object whole: a log only grows, a reader takes the longer copy).
     for (const [name, bytes] of logs) {
       if (this.pushedLogs.get(name) === bytes.length) continue;
