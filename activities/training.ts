@@ -351,9 +351,10 @@ async function runSegment(
     await server.close();
     await removePidFile(layout.pidFile);
   }
-  // store (issue #13): the last logs and checkpoint reach the store whatever the exit (a failed attempt's too)
-  if (mirror) await mirror.flush();
   const exited = exit as TrainerExit;
+  // store (issue #13): the last logs and checkpoint reach the store whatever the exit (a failed attempt's too; its
+  // own error wins over the store's)
+  if (mirror) await mirror.flush().catch((error: unknown) => { if (exited.code === 0 && !state.protocolError) throw error; log.warn('training: the last push to the store failed', { ...where, error: String(error) }); });
   const stats = environment.stats();
   log.info('training: trainer exited', { ...where, exit: exited, step: state.step, stopReason: state.stopReason, episodes: stats.opened, open: stats.open });
 

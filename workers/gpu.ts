@@ -14,7 +14,7 @@ import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { setActivityClient } from '../activities/kit';
 import { trainSegment } from '../activities/training';
-import { setNodeDataDir } from '../lib/store-sync';
+import { setNodeDataDir } from '../lib/store-sync'; // store (issue #13)
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 
@@ -43,7 +43,7 @@ export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<{
     throw error;
   });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
-  if (options.dataDir) setNodeDataDir(options.dataDir);
+  if (options.dataDir) setNodeDataDir(options.dataDir); // store (issue #13)
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
