@@ -16,3 +16,4 @@ export { evaluateShard } from './evaluation-shard';
 export { summarizeEvaluation } from './evaluation-summary';
 export { trainSegment, inspectTrainingRun } from './training';
 export { writeTrainingReport } from './training-report';
+export { publishToStore } from './store-publish'; // store (issue #13)

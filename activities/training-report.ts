@@ -3,6 +3,7 @@ import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, readManifest, refFromManifest, writeBytesAtomically, writeParquetArtifact } from '../lib/artifacts';
 import { trainingPlots } from '../lib/reports/training-plots';
+import { pullTrainingRecords } from '../lib/store-sync';
 import {
   SMOKE_BANNER,
   effectiveRecipeRows,
@@ -27,6 +28,8 @@ import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, training
  */
 export async function writeTrainingReport(rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
   const input = TrainingReportInputSchema.parse(rawInput);
+  // With a run store (issue #13) the segments' logs, metrics and recipe come from it (never the checkpoints).
+  if (input.store) await pullTrainingRecords(input.store, input.runId, input.runDir);
   const layout = trainingLayout(input.runDir);
   const rows = await runMetricsRows(input.runDir, input.step);
   const missing = missingSteps(rows, input.step);

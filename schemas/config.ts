@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DownstreamConfigSchema } from './downstream/config';
 import { EvaluationConfigSchema } from './evaluation';
+import { StoreUriSchema } from './store';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 import { TrainingConfigSchema } from './training/config';
 
@@ -90,6 +91,13 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   downstream: DownstreamConfigSchema.optional(),
   /** GRPO training on the GPU worker (schemas/training/config.ts); required by the training workflow. */
   training: TrainingConfigSchema.optional(),
+  // store (issue #13)
+  /**
+   * The artifact store the run's machines share (`s3://bucket/prefix` or `file:///dir`; objects under
+   * `<store>/<runId>/`). Set, the GPU segment works in its own node-local data dir (CODEGREP_DATA_DIR) and gets
+   * the samples, checkpoints and logs through the store. Unset: every node sees `dataDir` (as before).
+   */
+  store: StoreUriSchema.optional(),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
 export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;

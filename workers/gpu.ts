@@ -9,12 +9,21 @@
  * heartbeat timeout; the retry reaps the trainer it left behind first.
  */
 import { trainSegment } from '../activities/training';
+import { setNodeDataDir } from '../lib/store-sync';
 import { temporalConfig } from '../temporal.config';
 import { createWorker, runWorkerIfMain, type RunningWorker, type WorkerConnectOptions } from './create-worker';
 
-export type GpuWorkerOptions = WorkerConnectOptions;
+export type GpuWorkerOptions = WorkerConnectOptions & {
+  /**
+   * This node's own data dir (issue #13): with a run `store`, segments work in `<dataDir>/<runId>` and keep bare
+   * clones and worktrees in `<dataDir>/repos`, `<dataDir>/worktrees`. Default: CODEGREP_DATA_DIR, else the run
+   * directory the workflow names (a shared mount, as without a store).
+   */
+  dataDir?: string;
+};
 
 export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<RunningWorker> {
+  if (options.dataDir) setNodeDataDir(options.dataDir);
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.gpu,
     activities: { trainSegment },

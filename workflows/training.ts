@@ -58,7 +58,7 @@ export type TrainingInput = PipelineConfigInput & {
  * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
-  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport } = proxyActivities<typeof activities>(activityOptions('short'));
+  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore } = proxyActivities<typeof activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const t = config.training;
   if (!t) {
@@ -80,7 +80,11 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const samples =
     input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
-  const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(config.runDir, t.steps, inspectTrainingRun)));
+  // With a run store (issue #13) the samples reach it first and the GPU segments run shared-nothing.
+  const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
+  const segmentSamples = store ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: samples }) : samples;
+  const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
+  const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));
   setHandler(trainingStatusQuery, () => run.status());
   setHandler(pauseSignal, () => run.pause());
   setHandler(resumeSignal, () => run.resume());
@@ -88,7 +92,9 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   setHandler(trainingProgressSignal, (progress) => run.onProgress(progress));
   setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
 
-  const trained = await run.train((segment) => trainSegment({ runId: config.runId, runDir: config.runDir, trainingWorkflowId: workflowInfo().workflowId, samples, training: t, ...segment }));
+  const trained = await run.train((segment) =>
+    trainSegment({ runId: config.runId, runDir: config.runDir, trainingWorkflowId: workflowInfo().workflowId, samples: segmentSamples, training: t, ...(store ? { store } : {}), ...segment }),
+  );
   if (trained === 'continue-as-new') {
     await condition(allHandlersFinished);
     return continueAsNew<typeof training>({ ...input, artifacts: { ...input.artifacts, samples }, carried: { ...run.state, runs: run.state.runs + 1 } });
@@ -103,8 +109,12 @@ type TrainingSection = NonNullable<RunConfig['training']>;
 type SegmentRequest = { segment: number; fromStep: number; targetStep: number; totalSteps: number };
 
 /** A fresh workflow starts where the run directory's newest checkpoint is (a run continued by a new workflow). */
-async function startingPoint(runDir: string, budget: number, inspectTrainingRun: (input: { runDir: string }) => ReturnType<typeof activities.inspectTrainingRun>): Promise<TrainingCarry> {
-  const disk = await inspectTrainingRun({ runDir });
+async function startingPoint(
+  where: Parameters<typeof activities.inspectTrainingRun>[0],
+  budget: number,
+  inspectTrainingRun: typeof activities.inspectTrainingRun,
+): Promise<TrainingCarry> {
+  const disk = await inspectTrainingRun(where);
   const state: TrainingCarry = {
     step: disk.checkpointStep ?? 0,
     budget,
@@ -260,6 +270,7 @@ class TrainingRun {
       smokeRun: t.smokeRun,
       modelDir: t.modelDir,
       notes: state.notes,
+      ...(this.config.store ? { store: this.config.store } : {}),
     });
     tracker.finish('report', 'completed', `${report.steps} steps, ${report.plots.length} plots`);
     this.phase = 'done';

@@ -47,6 +47,20 @@ beforeAll(async () => {
 afterAll(() => fixture?.cleanup());
 
 describe('loadEnvSamples', () => {
+  it('maps each row to this node\'s worktree when told to (issue #13); a row it cannot map is skipped with its reason', async () => {
+    const moved = new Map(Object.entries(fixture.worktrees).map(([id, dir]) => [dir, id === 'acme__widgets-2' ? null : dir]));
+    const seen: unknown[] = [];
+    const loaded = await loadEnvSamples(fixture.samples.uri, 'v3', {
+      worktreePath: (row) => {
+        seen.push(row.worktreePath);
+        return moved.has(String(row.worktreePath)) ? moved.get(String(row.worktreePath))! : String(row.worktreePath);
+      },
+    });
+    expect(loaded.instanceIds).toEqual(['acme__widgets-1', 'acme__widgets-mixed']);
+    expect(loaded.skipped.find((s) => s.instanceId === 'acme__widgets-2')!.reason).toMatch(/^no worktree on this node for acme\/widgets@[0-9a-f]{40}$/);
+    expect(seen.length).toBeGreaterThan(0);
+  });
+
   it('reads the environment samples Parquet into trainable samples with their worktrees and reward targets', async () => {
     const loaded = await loadEnvSamples(fixture.samples.uri, 'v3');
     expect(loaded.instanceIds).toEqual(['acme__widgets-1', 'acme__widgets-2', 'acme__widgets-mixed']);

@@ -64,7 +64,7 @@ function isDirectory(path: string): boolean {
  * worktree (or one that is gone), or nothing left to find once the files the gold patch creates are
  * dropped (no agent can name a file that does not exist in the pre-image).
  */
-export function envSampleFromRow(row: Record<string, unknown>, recipe: TrainingRecipe): { ok: true; sample: EnvSample } | { ok: false; skipped: SkippedSample } {
+export function envSampleFromRow(row: Record<string, unknown>, recipe: TrainingRecipe, options: LoadEnvSamplesOptions = {}): { ok: true; sample: EnvSample } | { ok: false; skipped: SkippedSample } {
   const instanceId = typeof row.instanceId === 'string' && row.instanceId !== '' ? row.instanceId : null;
   const skip = (reason: string) => ({ ok: false as const, skipped: { instanceId, reason } });
   const parsed = EnvironmentRowSchema.safeParse(row);
@@ -75,7 +75,10 @@ export function envSampleFromRow(row: Record<string, unknown>, recipe: TrainingR
   const sample = parsed.data;
   if (sample.groundTruthError !== null) return skip(`no ground truth: ${sample.groundTruthError}`);
   if (sample.worktreePath === null) return skip('no worktree for its commit');
-  if (!isDirectory(sample.worktreePath)) return skip(`worktree ${sample.worktreePath} is not a directory`);
+  // store (issue #13): a node that shares no disk with the environment stage uses its own worktree of the commit
+  const worktree = options.worktreePath ? options.worktreePath(row) : sample.worktreePath;
+  if (worktree === null) return skip(`no worktree on this node for ${sample.repo}@${sample.baseCommit}`);
+  if (!isDirectory(worktree)) return skip(`worktree ${worktree} is not a directory`);
   if (sample.problemStatement.trim() === '') return skip('empty problem statement');
   let truth;
   try {
@@ -101,21 +104,29 @@ export function envSampleFromRow(row: Record<string, unknown>, recipe: TrainingR
     ok: true,
     sample: {
       instance: { instanceId: sample.instanceId, repo: sample.repo, problemStatement: sample.problemStatement },
-      worktree: sample.worktreePath,
+      worktree,
       targets,
     },
   };
 }
 
+export interface LoadEnvSamplesOptions {
+  /**
+   * Maps a row to the worktree to use on this node (issue #13: a GPU node materializes its own worktrees;
+   * the row's `worktreePath` names the environment stage's node). Default: the row's `worktreePath`.
+   */
+  worktreePath?: (row: Record<string, unknown>) => string | null;
+}
+
 /** Reads the environment stage's samples artifact (`environment/samples.parquet`) into trainable samples. */
-export async function loadEnvSamples(path: string, recipe: TrainingRecipe): Promise<LoadedEnvSamples> {
+export async function loadEnvSamples(path: string, recipe: TrainingRecipe, options: LoadEnvSamplesOptions = {}): Promise<LoadedEnvSamples> {
   const loaded: LoadedEnvSamples = { samples: new Map(), instanceIds: [], skipped: [] };
   for await (const record of readRows(path)) {
     if ('error' in record) {
       loaded.skipped.push({ instanceId: null, reason: `row ${record.ordinal}: ${record.error}` });
       continue;
     }
-    const result = envSampleFromRow(record.row as Record<string, unknown>, recipe);
+    const result = envSampleFromRow(record.row as Record<string, unknown>, recipe, options);
     if (!result.ok) {
       loaded.skipped.push(result.skipped);
       continue;

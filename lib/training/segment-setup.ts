@@ -1,5 +1,13 @@
 import { writeFile } from 'node:fs/promises';
-import { createTrainingEnvironment, loadEnvSamples, startEnvServer, type EnvServer, type LoadedEnvSamples, type TrainingEnvironment } from '../envserver';
+import {
+  createTrainingEnvironment,
+  loadEnvSamples,
+  startEnvServer,
+  type EnvServer,
+  type LoadEnvSamplesOptions,
+  type LoadedEnvSamples,
+  type TrainingEnvironment,
+} from '../envserver';
 import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 import { attemptFiles, nextAttemptNumber, segmentDir, trainingLayout } from './layout';
 import { environmentLimits, trainerConfig } from './trainer-config';
@@ -21,11 +29,19 @@ export interface SegmentSetup {
 
 /** Everything a segment attempt needs before its trainer starts: the samples, their environment server, the trainer's config file. */
 export async function setUpSegment(
-  input: { runDir: string; segment: number; totalSteps: number; samplesUri: string; training: ResolvedTrainingConfig },
+  input: {
+    runDir: string;
+    segment: number;
+    totalSteps: number;
+    samplesUri: string;
+    training: ResolvedTrainingConfig;
+    /** Where each sample's worktree is on this node, when it is not the path the samples name (issue #13). */
+    worktreePath?: LoadEnvSamplesOptions['worktreePath'];
+  },
   onServerError: (error: unknown, route: string) => void,
 ): Promise<SegmentSetup> {
   const t = input.training;
-  const loaded = await loadEnvSamples(input.samplesUri, t.recipe);
+  const loaded = await loadEnvSamples(input.samplesUri, t.recipe, input.worktreePath ? { worktreePath: input.worktreePath } : {});
   if (loaded.instanceIds.length === 0) {
     const first = loaded.skipped.slice(0, 3).map((s) => `${s.instanceId}: ${s.reason}`).join('; ') || 'the file is empty';
     throw new NoTrainableSamplesError(`no trainable sample in ${input.samplesUri} (${loaded.skipped.length} skipped; first: ${first})`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ArtifactRefSchema } from '../artifact-ref';
+import { SegmentStoreSchema, StoreUriSchema } from '../store';
 import { ResolvedTrainingConfigSchema, TrainingAlgorithmSchema, TrainingRecipeSchema } from './config';
 import { LatestStepMetricsSchema, type LatestStepMetrics } from './metrics';
 
@@ -35,6 +36,8 @@ export const TrainSegmentInputSchema = z.object({
   targetStep: positiveInt,
   /** The budget: the trainer's total_steps, which shapes the lr schedule. */
   totalSteps: positiveInt,
+  /** Set, the segment runs shared-nothing: a node-local run dir and worktrees, state through the store (issue #13). */
+  store: SegmentStoreSchema.nullable().default(null),
 });
 export type TrainSegmentInput = z.input<typeof TrainSegmentInputSchema>;
 
@@ -79,6 +82,8 @@ export const TrainingReportInputSchema = z.object({
   smokeRun: z.boolean(),
   modelDir: z.string(),
   notes: z.array(z.string()).default([]),
+  /** Set, the segments' logs and metrics are read from the run store (issue #13). */
+  store: StoreUriSchema.optional(),
 });
 export type TrainingReportInput = z.input<typeof TrainingReportInputSchema>;
 

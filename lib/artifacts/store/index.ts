@@ -137,3 +137,4 @@ export async function localPathForRef(ref: Pick<ArtifactRef, 'uri' | 'sha256'>, 
   const key = slash === -1 ? location.prefix : location.prefix.slice(slash + 1);
   return (await localCopy(store, key, ref.sha256, cacheDir)).path;
 }
+export { pushDirectory, pullDirectory, readDirectoryMarker, listTreeFiles, DirectoryMarkerSchema, type DirectoryMarker } from './directories';
