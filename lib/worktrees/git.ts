@@ -14,6 +14,8 @@ export interface GitRun {
   code: number;
   stdout: string;
   stderr: string;
+  /** stdout went past OUTPUT_CAP_BYTES: `stdout` holds only its first part. */
+  stdoutTruncated: boolean;
 }
 
 export interface GitOptions {
@@ -158,7 +160,7 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
       } else if (stoppedFor === 'abort') {
         reject(new WorktreeError('aborted', `git ${args.join(' ')} aborted`, { retryable: true }));
       } else {
-        resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr });
+        resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr, stdoutTruncated: outBytes > OUTPUT_CAP_BYTES });
       }
     });
   });
@@ -176,6 +178,14 @@ export async function git(args: string[], opts: GitOptions & { repo?: string; co
       `git ${args.join(' ')} failed (exit ${r.code})${opts.repo ? ` for ${opts.repo}` : ''}: ${lastLines(r.stderr)}`,
       { retryable: true, repo: opts.repo, commit: opts.commit },
     );
+  }
+  // A caller that wants the output must never get a silently cut one (a pre-image, a patch): past the cap it fails.
+  if (r.stdoutTruncated) {
+    throw new WorktreeError('git-failed', `git ${args.join(' ')}: output over ${OUTPUT_CAP_BYTES / 1024 / 1024} MiB${opts.repo ? ` for ${opts.repo}` : ''}`, {
+      retryable: false,
+      repo: opts.repo,
+      commit: opts.commit,
+    });
   }
   return r.stdout;
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { readParquetObjects } from '../../lib/artifacts';
 import { openArtifactStore } from '../../lib/artifacts/store';
 import { storedCheckpointSteps } from '../../lib/store-sync';
-import type { TrainSegmentResult } from '../../schemas/training';
+import type { TrainSegmentResult } from '../../schemas/training/activity-io';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { buildFixtureRepo } from '../support/fixture-repos';
 import { spawnGpuWorkerProcess } from '../support/gpu-worker';
