@@ -215,11 +215,13 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
 
   it('survives a stopped and a killed GPU worker: each retry resumes from the newest checkpoint, and each step is recorded once', async () => {
     const runId = 'train-it-kill';
+    const lastStep = 10;
     explainFailure(runId);
     const handle = await client.workflow.start('training', {
       taskQueue: cpuQueue,
       workflowId: `${runId}/training`,
-      args: [trainingInput(runId, { steps: 6, segmentSteps: 6 })],
+      // 10 steps leave room after both interruptions on a fast machine (with 6, the first attempt once reached step 5).
+      args: [trainingInput(runId, { steps: lastStep, segmentSteps: lastStep })],
     });
     const steps = (attempt: number) => stdoutEvents(runId, 1, attempt).filter((e) => e.event === 'step').map((e) => e.step!);
 
@@ -243,19 +245,26 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     gpuWorkers.push(await spawnGpuWorkerProcess(gpuQueue, gpuEnv, gpuLog));
 
     const result = (await handle.result()) as TrainingResult;
-    expect(result.step).toBe(6);
-    expect(result.budget).toBe(6);
+    expect(result.step).toBe(lastStep);
+    expect(result.budget).toBe(lastStep);
     expect(result.stoppedEarly).toBe(false);
-    expect(await metricSteps(result)).toEqual(range(1, 6));
+    expect(await metricSteps(result)).toEqual(range(1, lastStep));
     expect(result.report.missingSteps).toEqual([]);
-    expect(await segmentSteps(runId)).toEqual({ 'segment-0001.parquet': range(1, 6) });
+    expect(await segmentSteps(runId)).toEqual({ 'segment-0001.parquet': range(1, lastStep) });
 
     // Each attempt started from the newest checkpoint the previous one left, never from scratch.
     const resumedAt = (attempt: number) => stdoutEvents(runId, 1, attempt).find((e) => e.event === 'resumed')?.step;
     expect(resumedAt(2)).toBe(stoppedAt);
     expect(steps(2)[0]).toBe(stoppedAt + 1);
-    expect(resumedAt(3)).toBeGreaterThanOrEqual(killedAt);
-    expect(steps(3)).toEqual(range(resumedAt(3)! + 1, 6));
+    if (stdoutEvents(runId, 1, 3).length > 0) {
+      expect(resumedAt(3)).toBeGreaterThanOrEqual(killedAt);
+      expect(steps(3)).toEqual(range(resumedAt(3)! + 1, lastStep));
+    } else {
+      // The trainer the killed worker orphaned checkpointed the last step before the retry reaped it (the
+      // machine's speed decides that race): the retry found every step done and started no trainer. Each step is
+      // still recorded once (above), from the orphan's log.
+      expect(Math.max(...steps(2))).toBe(lastStep);
+    }
     expect(stdoutEvents(runId, 1, 4)).toEqual([]);
     expect(existsSync(path.join(runDir(runId), 'training', 'trainer.pid.json'))).toBe(false);
     const report = readFileSync(result.report.html, 'utf8');
