@@ -7,8 +7,7 @@
  * `process.env` read below (workflows only read the constant parts, never the env-derived ones).
  */
 
-const env: Record<string, string | undefined> =
-  typeof process !== 'undefined' && process.env ? process.env : {};
+const env: Record<string, string | undefined> = typeof process !== 'undefined' && process.env ? process.env : {};
 
 function envString(name: string, fallback: string): string {
   const value = env[name];

@@ -6,7 +6,13 @@ import { JUDGE_PROMPT_VERSION } from '../lib/labels/judge-prompt';
 import { judgeCandidates, judgementKey, type JudgeRunCounts } from '../lib/labels/judge-run';
 import { LlmError } from '../lib/llm/errors';
 import { JudgeInputSchema, type JudgeCounts, type JudgeInput, type JudgeOutput } from '../schemas/catm';
-import { JUDGEMENT_SCHEMA_NAME, JUDGEMENT_SCHEMA_VERSION, judgementArrowSchema, type JudgeCandidate, type Judgement } from '../schemas/judge';
+import {
+  JUDGEMENT_SCHEMA_NAME,
+  JUDGEMENT_SCHEMA_VERSION,
+  judgementArrowSchema,
+  type JudgeCandidate,
+  type Judgement,
+} from '../schemas/judge';
 import { ProgressReporter } from './kit';
 
 const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
@@ -29,8 +35,19 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   const judgementsPath = path.join(outDir, 'judgements.parquet');
   const { mode } = input.judge;
   const llm = mode === 'llm' ? { baseUrl: input.judge.baseUrl!, model: input.judge.model! } : null;
-  const configHash = hashConfig({ stage: 'judge', mode, baseUrl: llm?.baseUrl ?? null, model: llm?.model ?? null, promptVersion: JUDGE_PROMPT_VERSION });
-  const expectation = { schemaName: JUDGEMENT_SCHEMA_NAME, schemaVersion: JUDGEMENT_SCHEMA_VERSION, inputs: [input.candidates], configHash };
+  const configHash = hashConfig({
+    stage: 'judge',
+    mode,
+    baseUrl: llm?.baseUrl ?? null,
+    model: llm?.model ?? null,
+    promptVersion: JUDGE_PROMPT_VERSION,
+  });
+  const expectation = {
+    schemaName: JUDGEMENT_SCHEMA_NAME,
+    schemaVersion: JUDGEMENT_SCHEMA_VERSION,
+    inputs: [input.candidates],
+    configHash,
+  };
 
   const cached = await findCachedArtifact(judgementsPath, expectation);
   if (cached) {
@@ -48,7 +65,8 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   for await (const candidate of readMinedCandidates(input.candidates.uri)) wantedInstances.add(candidate.instanceId);
   const statements = llm ? await problemStatements(input.instancesPath, wantedInstances) : new Map<string, string>();
   async function* judgeInputs(): AsyncGenerator<JudgeCandidate> {
-    for await (const candidate of readMinedCandidates(input.candidates.uri)) yield { ...candidate, problemStatement: statements.get(candidate.instanceId) ?? '' };
+    for await (const candidate of readMinedCandidates(input.candidates.uri))
+      yield { ...candidate, problemStatement: statements.get(candidate.instanceId) ?? '' };
   }
 
   const shard = await openAppendLog(shardDir, `attempt-${ctx.info.attempt}-${process.pid}`);
@@ -75,7 +93,8 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
       },
     });
   } catch (error) {
-    if (error instanceof LlmError) throw ApplicationFailure.create({ type: error.failureType, message: error.message, nonRetryable: error.nonRetryable });
+    if (error instanceof LlmError)
+      throw ApplicationFailure.create({ type: error.failureType, message: error.message, nonRetryable: error.nonRetryable });
     throw error;
   } finally {
     progress.close();

@@ -1,6 +1,14 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, readJsonArtifact, readRows, sourceRef, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import {
+  findCachedArtifact,
+  hashConfig,
+  readJsonArtifact,
+  readRows,
+  sourceRef,
+  writeJsonArtifact,
+  writeParquetArtifact,
+} from '../lib/artifacts';
 import { MIN_REASONING_TOKENS } from '../lib/trajectories/catm-parameters';
 import { mineTrajectories } from '../lib/trajectories/mine-trajectories';
 import { MineInputSchema, type MineInput, type MineOutput } from '../schemas/catm';
@@ -26,8 +34,16 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
   const configHash = hashConfig({ stage: 'mine', minReasoningTokens: MIN_REASONING_TOKENS, tokenizer: 'qwen3' });
   const expect = { inputs: [source], configHash };
 
-  const cachedCandidates = await findCachedArtifact(candidatesPath, { ...expect, schemaName: MINED_CANDIDATES_SCHEMA_NAME, schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION });
-  const cachedSummary = await findCachedArtifact(summaryPath, { ...expect, schemaName: SUMMARY_SCHEMA.name, schemaVersion: SUMMARY_SCHEMA.version });
+  const cachedCandidates = await findCachedArtifact(candidatesPath, {
+    ...expect,
+    schemaName: MINED_CANDIDATES_SCHEMA_NAME,
+    schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION,
+  });
+  const cachedSummary = await findCachedArtifact(summaryPath, {
+    ...expect,
+    schemaName: SUMMARY_SCHEMA.name,
+    schemaVersion: SUMMARY_SCHEMA.version,
+  });
   if (cachedCandidates && cachedSummary) {
     log.info('mine: cache hit', { candidates: cachedCandidates.uri });
     return { candidates: cachedCandidates, summary: MiningSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)), cached: true };
@@ -60,10 +76,21 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
     rethrowAsFailure(error);
   }
   const summary = run.summary();
-  await writeJsonArtifact(summaryPath, summary, { schemaName: SUMMARY_SCHEMA.name, schemaVersion: SUMMARY_SCHEMA.version, inputs: [source], configHash });
+  await writeJsonArtifact(summaryPath, summary, {
+    schemaName: SUMMARY_SCHEMA.name,
+    schemaVersion: SUMMARY_SCHEMA.version,
+    inputs: [source],
+    configHash,
+  });
   const skippedRows = Object.values(summary.rowsSkipped).reduce((a, b) => a + b, 0);
   log.info('mine: done', { rowsRead: summary.rowsRead, skippedRows, candidates: candidates.rows });
-  progress.report({ stage: 'mine', done: summary.rowsRead, total: summary.rowsRead, unit: 'trajectories', counts: { candidates: candidates.rows } });
+  progress.report({
+    stage: 'mine',
+    done: summary.rowsRead,
+    total: summary.rowsRead,
+    unit: 'trajectories',
+    counts: { candidates: candidates.rows },
+  });
   await progress.flush();
   return { candidates, summary, cached: false };
 }

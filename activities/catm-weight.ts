@@ -1,6 +1,15 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, readArtifactRows, readJsonArtifact, readRows, sourceRef, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import {
+  findCachedArtifact,
+  hashConfig,
+  readArtifactRows,
+  readJsonArtifact,
+  readRows,
+  sourceRef,
+  writeJsonArtifact,
+  writeParquetArtifact,
+} from '../lib/artifacts';
 import { keptCandidates } from '../lib/labels/judge-artifacts';
 import { buildSamples, indexRetainedLabels } from '../lib/labels/samples';
 import { ReasoningLengthStats, weighCandidate } from '../lib/labels/weights';
@@ -34,8 +43,18 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const labelInputs = [input.candidates, input.judgements];
   const sampleInputs = [...labelInputs, instances];
   // Where each artifact goes and what its cache key is (the same object serves the cache check and the write).
-  const labelsOut = { path: path.join(outDir, 'labels.parquet'), schemaName: CATM_LABELS_SCHEMA_NAME, schemaVersion: CATM_LABELS_SCHEMA_VERSION, inputs: labelInputs };
-  const samplesOut = { path: path.join(outDir, 'samples.parquet'), schemaName: SAMPLES_SCHEMA_NAME, schemaVersion: SAMPLES_SCHEMA_VERSION, inputs: sampleInputs };
+  const labelsOut = {
+    path: path.join(outDir, 'labels.parquet'),
+    schemaName: CATM_LABELS_SCHEMA_NAME,
+    schemaVersion: CATM_LABELS_SCHEMA_VERSION,
+    inputs: labelInputs,
+  };
+  const samplesOut = {
+    path: path.join(outDir, 'samples.parquet'),
+    schemaName: SAMPLES_SCHEMA_NAME,
+    schemaVersion: SAMPLES_SCHEMA_VERSION,
+    inputs: sampleInputs,
+  };
   const summaryOut = { schemaName: SUMMARY_SCHEMA.name, schemaVersion: SUMMARY_SCHEMA.version, inputs: sampleInputs, configHash };
 
   const cachedLabels = await findCachedArtifact(labelsOut.path, { ...labelsOut, configHash });
@@ -43,7 +62,12 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const cachedSummary = await findCachedArtifact(summaryPath, summaryOut);
   if (cachedLabels && cachedSamples && cachedSummary) {
     log.info('weight: cache hit', { samples: cachedSamples.uri });
-    return { labels: cachedLabels, samples: cachedSamples, summary: WeightSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)), cached: true };
+    return {
+      labels: cachedLabels,
+      samples: cachedSamples,
+      summary: WeightSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)),
+      cached: true,
+    };
   }
 
   const progress = new ProgressReporter();
@@ -71,7 +95,9 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
     // Samples: instances streamed, retained labels indexed in memory (few).
     const index = await indexRetainedLabels(readArtifactRows(labels.uri, (row) => CatmLabelSchema.parse(row)));
     const run = buildSamples(readRows(input.instancesPath), index, { source: `instances ${input.instancesPath}` });
-    const samples = await writeParquetArtifact({ ...samplesOut, configHash, arrowSchema: samplesArrowSchema, rows: run.samples }).catch(rethrowAsFailure);
+    const samples = await writeParquetArtifact({ ...samplesOut, configHash, arrowSchema: samplesArrowSchema, rows: run.samples }).catch(
+      rethrowAsFailure,
+    );
     const samplesSummary = run.summary();
     const summary: WeightSummary = {
       beta: model?.beta ?? null,
@@ -85,7 +111,13 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
       samplesWithCatm: samplesSummary.samplesWithCatm,
     };
     await writeJsonArtifact(summaryPath, { ...summary, samples: samplesSummary }, summaryOut);
-    progress.report({ stage: 'weight', done: 3, total: 3, unit: 'passes', counts: { weighted: stats.candidates, retained, samples: samples.rows } });
+    progress.report({
+      stage: 'weight',
+      done: 3,
+      total: 3,
+      unit: 'passes',
+      counts: { weighted: stats.candidates, retained, samples: samples.rows },
+    });
     await progress.flush();
     log.info('weight: done', { ...summary });
     return { labels, samples, summary, cached: false };

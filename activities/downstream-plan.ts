@@ -7,7 +7,6 @@ import { PlanDownstreamInputSchema, type PlanDownstreamInput, type PlanDownstrea
 import { DOWNSTREAM_PLAN_SCHEMA_NAME, DOWNSTREAM_PLAN_SCHEMA_VERSION } from '../schemas/downstream/plan';
 import { rethrowAsFailure } from './kit';
 
-
 /**
  * The downstream stage's plan (lib/downstream/plan.ts), written as `downstream/plans/<hash>.json`: what every
  * pair runs, and which pairs are already finished. Input problems a retry cannot fix fail at once, naming the
@@ -34,7 +33,13 @@ export async function planDownstream(rawInput: PlanDownstreamInput): Promise<Pla
   });
 
   const warnings = planWarnings(planning);
-  const counts = { pairs: plan.pairs.length, finished, pending: pending.pairs.length, instances: plan.instances.length, warnings: warnings.length };
+  const counts = {
+    pairs: plan.pairs.length,
+    finished,
+    pending: pending.pairs.length,
+    instances: plan.instances.length,
+    warnings: warnings.length,
+  };
   log.info('downstream plan', counts);
   return {
     plan: planRef,

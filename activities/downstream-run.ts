@@ -36,8 +36,15 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
       async () => {
         const reused = await reuse(pair);
         if (reused) return reused;
-        const { record, trajectory } = await runPlannedPair({ ...input, plan, pair, signal: context.cancellationSignal, attempt: context.info.attempt });
-        if (trajectory.length > 0) await writeBytesAtomically(trajectoryPathFor(pair.recordPath), `${JSON.stringify(trajectory, null, 1)}\n`);
+        const { record, trajectory } = await runPlannedPair({
+          ...input,
+          plan,
+          pair,
+          signal: context.cancellationSignal,
+          attempt: context.info.attempt,
+        });
+        if (trajectory.length > 0)
+          await writeBytesAtomically(trajectoryPathFor(pair.recordPath), `${JSON.stringify(trajectory, null, 1)}\n`);
         const ref = await writeJsonArtifact(pair.recordPath, record, recordExpectation(pair));
         const { row } = record;
         const { configuration, instanceId, outcome, rounds } = row;

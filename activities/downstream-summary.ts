@@ -5,7 +5,11 @@ import { downstreamTable } from '../lib/downstream/metrics';
 import { countBy, downstreamReportBlocks } from '../lib/downstream/report';
 import { renderDownstreamHtml, renderDownstreamMarkdown } from '../lib/downstream/report-render';
 import { finishedRows, loadPlan } from '../lib/downstream/run-records';
-import { SummarizeDownstreamInputSchema, type DownstreamSummaryOutput, type SummarizeDownstreamInput } from '../schemas/downstream/activity-io';
+import {
+  SummarizeDownstreamInputSchema,
+  type DownstreamSummaryOutput,
+  type SummarizeDownstreamInput,
+} from '../schemas/downstream/activity-io';
 import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, downstreamRunsArrowSchema } from '../schemas/downstream/runs';
 import { DOWNSTREAM_TABLE_SCHEMA_NAME, DOWNSTREAM_TABLE_SCHEMA_VERSION } from '../schemas/downstream/table';
 import { invalidInput, rethrowAsFailure } from './kit';
@@ -40,16 +44,34 @@ export async function summarizeDownstream(rawInput: SummarizeDownstreamInput): P
     configHash,
   });
 
-  const tableValues = downstreamTable(rows, { baseline: plan.baseline, order: plan.configurations.map((c) => c.name), bootstrap: input.bootstrap });
+  const tableValues = downstreamTable(rows, {
+    baseline: plan.baseline,
+    order: plan.configurations.map((c) => c.name),
+    bootstrap: input.bootstrap,
+  });
   const outcomes = countBy(rows, (r) => r.outcome);
   const endReasons = countBy(rows, (r) => r.endReason);
   const table = await writeJsonArtifact(
     paths.tableJson,
-    { ...tableValues, outcomes, endReasons, configurations: plan.configurations, instances: plan.instances.length, agent: plan.agent, harness: plan.harness },
+    {
+      ...tableValues,
+      outcomes,
+      endReasons,
+      configurations: plan.configurations,
+      instances: plan.instances.length,
+      agent: plan.agent,
+      harness: plan.harness,
+    },
     { schemaName: DOWNSTREAM_TABLE_SCHEMA_NAME, schemaVersion: DOWNSTREAM_TABLE_SCHEMA_VERSION, inputs: [runs], configHash },
   );
 
-  const blocks = downstreamReportBlocks({ plan, table: tableValues, rows, bootstrap: input.bootstrap, generatedAt: new Date().toISOString() });
+  const blocks = downstreamReportBlocks({
+    plan,
+    table: tableValues,
+    rows,
+    bootstrap: input.bootstrap,
+    generatedAt: new Date().toISOString(),
+  });
   await writeBytesAtomically(paths.reportMarkdown, renderDownstreamMarkdown(blocks));
   await writeBytesAtomically(paths.reportHtml, renderDownstreamHtml(blocks));
   log.info('downstream summary', { runs: rows.length, report: paths.reportMarkdown });

@@ -41,7 +41,12 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
     if (worktreeByCommit.has(`${sample.repo}@${sample.baseCommit}`)) samples.push(sample);
     else withoutWorktree++;
   }
-  const expectation = { schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME, schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION, inputs, configHash };
+  const expectation = {
+    schemaName: ENVIRONMENT_SAMPLES_SCHEMA_NAME,
+    schemaVersion: ENVIRONMENT_SAMPLES_SCHEMA_VERSION,
+    inputs,
+    configHash,
+  };
   const cached = await findCachedArtifact(outPath, expectation);
   if (cached) {
     log.info('ground truth: cache hit', { samples: cached.uri });
@@ -57,10 +62,21 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
     for (const sample of samples) {
       summary.samples++;
       const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
-      const { truth, error } = await sampleGroundTruth(patches.get(sample.instanceId), fileChanges.get(sample.instanceId), worktree, summary);
+      const { truth, error } = await sampleGroundTruth(
+        patches.get(sample.instanceId),
+        fileChanges.get(sample.instanceId),
+        worktree,
+        summary,
+      );
       rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
       const done = summary.samples - withoutWorktree;
-      progress.report({ stage: 'ground-truth', done, total: samples.length, unit: 'samples', counts: { derived: summary.withGroundTruth } });
+      progress.report({
+        stage: 'ground-truth',
+        done,
+        total: samples.length,
+        unit: 'samples',
+        counts: { derived: summary.withGroundTruth },
+      });
     }
   } finally {
     progress.close();

@@ -27,7 +27,9 @@ import { nonRetryable, ProgressReporter } from './kit';
 export async function materializeWorktrees(rawInput: MaterializeInput): Promise<MaterializeOutput> {
   const input = MaterializeInputSchema.parse(rawInput);
   const { repoSource, cacheDir, worktreesDir, onUnavailable } = input.environment;
-  const { requests, samplesByCommit } = await worktreeRequests(readArtifactRows(input.samples.uri, (row) => SampleSchema.parse(row), 'samples'));
+  const { requests, samplesByCommit } = await worktreeRequests(
+    readArtifactRows(input.samples.uri, (row) => SampleSchema.parse(row), 'samples'),
+  );
 
   const progress = new ProgressReporter();
   const counts = { created: 0, reused: 0, repaired: 0, failed: 0 };
@@ -79,9 +81,14 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
 
   const allFailed = results.length > 0 && failures.length === results.length;
   if (failures.length > 0 && (onUnavailable === 'fail' || allFailed)) {
-    throw nonRetryable(allFailed ? 'NoUsableSamples' : 'RepositoryUnreachable', unavailableMessage(results, onUnavailable, worktrees.uri), summary);
+    throw nonRetryable(
+      allFailed ? 'NoUsableSamples' : 'RepositoryUnreachable',
+      unavailableMessage(results, onUnavailable, worktrees.uri),
+      summary,
+    );
   }
   if (results.length === 0) throw nonRetryable('NoUsableSamples', `no usable sample: the samples input ${input.samples.uri} has no rows`);
-  if (droppedRows.length > 0) log.warn('worktrees: samples dropped (onUnavailable: skip)', { dropped: droppedRows.length, table: dropped?.uri });
+  if (droppedRows.length > 0)
+    log.warn('worktrees: samples dropped (onUnavailable: skip)', { dropped: droppedRows.length, table: dropped?.uri });
   return { worktrees, dropped, summary };
 }

@@ -3,7 +3,13 @@ import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, sourceRef } from '../lib/artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { PlanEvaluationInputSchema, type EvaluationPlan, type PlanEvaluationInput, type RetrieverConfig, type RetrieverPlan } from '../schemas/evaluation';
+import {
+  PlanEvaluationInputSchema,
+  type EvaluationPlan,
+  type PlanEvaluationInput,
+  type RetrieverConfig,
+  type RetrieverPlan,
+} from '../schemas/evaluation';
 import { loadEvaluationInstances, shardCountFor } from '../lib/evaluation/instances';
 import { invalidInput } from './kit';
 
@@ -47,7 +53,9 @@ export async function planEvaluation(rawInput: PlanEvaluationInput): Promise<Eva
   const loaded = await loadEvaluationInstances(input.samples.uri, evaluation.instances);
   if (loaded.unknown.length > 0) {
     const more = loaded.unknown.length > 10 ? ` (and ${loaded.unknown.length - 10} more)` : '';
-    throw invalidInput(`evaluation.instances: ${loaded.unknown.slice(0, 10).join(', ')}${more} are not samples with ground truth in ${input.samples.uri}`);
+    throw invalidInput(
+      `evaluation.instances: ${loaded.unknown.slice(0, 10).join(', ')}${more} are not samples with ground truth in ${input.samples.uri}`,
+    );
   }
   if (loaded.instances.length === 0) {
     const excluded = `${loaded.withoutGroundTruth} without ground truth, ${loaded.notSelected} not selected`;

@@ -33,13 +33,26 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   if (!retriever) throw invalidInput(`retriever "${plan.name}" is not in evaluation.retrievers`);
   const shardPath = path.join(plan.shardDir, shardFileName(input.shardIndex, input.shardCount));
   const inputs = [input.samples, ...plan.inputs];
-  const configHash = hashConfig({ stage: 'evaluation-shard', planHash: plan.planHash, shardIndex: input.shardIndex, shardCount: input.shardCount });
+  const configHash = hashConfig({
+    stage: 'evaluation-shard',
+    planHash: plan.planHash,
+    shardIndex: input.shardIndex,
+    shardCount: input.shardCount,
+  });
   const expectation = { schemaName: EVALUATION_SHARD_SCHEMA_NAME, schemaVersion: EVALUATION_SCHEMA_VERSION, inputs, configHash };
 
   const cached = await findCachedArtifact(shardPath, expectation);
   if (cached) {
     log.info('evaluation shard: cache hit', { retriever: plan.name, shard: input.shardIndex });
-    return { retriever: plan.name, shardIndex: input.shardIndex, shard: cached, cached: true, instances: cached.rows, failed: await countFailed(cached.uri), ms: Date.now() - started };
+    return {
+      retriever: plan.name,
+      shardIndex: input.shardIndex,
+      shard: cached,
+      cached: true,
+      instances: cached.rows,
+      failed: await countFailed(cached.uri),
+      ms: Date.now() - started,
+    };
   }
 
   const loaded = await loadEvaluationInstances(input.samples.uri, input.evaluation.instances);
@@ -47,10 +60,12 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
   const heartbeat = new ProgressReporter();
   const embeddingCacheDir = path.join(path.dirname(input.runDir), 'embeddings');
-  const predictor = await openPredictor(retriever, { signal: Context.current().cancellationSignal, embeddingCacheDir }).catch((error: unknown) => {
-    heartbeat.close();
-    return rethrowPredictorFailure(error);
-  });
+  const predictor = await openPredictor(retriever, { signal: Context.current().cancellationSignal, embeddingCacheDir }).catch(
+    (error: unknown) => {
+      heartbeat.close();
+      return rethrowPredictorFailure(error);
+    },
+  );
   const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   let rows: ScoredPrediction[];
   try {
@@ -74,11 +89,20 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   });
   const failed = rows.filter((r) => r.failed).length;
   log.info('evaluation shard: done', { retriever: plan.name, shard: input.shardIndex, instances: rows.length, failed });
-  return { retriever: plan.name, shardIndex: input.shardIndex, shard: ref, cached: false, instances: rows.length, failed, ms: Date.now() - started };
+  return {
+    retriever: plan.name,
+    shardIndex: input.shardIndex,
+    shard: ref,
+    cached: false,
+    instances: rows.length,
+    failed,
+    ms: Date.now() - started,
+  };
 }
 
 /** A failure that concerns every instance of the shard (a refused API key, a model folder that cannot load). */
 function rethrowPredictorFailure(error: unknown): never {
-  if (error instanceof PredictorFailure) throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+  if (error instanceof PredictorFailure)
+    throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
   throw error;
 }

@@ -22,14 +22,16 @@ import {
 } from '../schemas/evaluation';
 import { ProgressReporter } from './kit';
 
-
 async function readShardRows(refs: readonly ArtifactRef[]): Promise<EvaluationShardRow[]> {
   const rows: EvaluationShardRow[] = [];
   for (const ref of refs) {
     for await (const record of readRows(ref.uri)) {
       if ('error' in record) throw new Error(`evaluation shard ${ref.uri} row ${record.ordinal}: ${record.error}`);
       const parsed = EvaluationShardRowSchema.safeParse(record.row);
-      if (!parsed.success) throw new Error(`evaluation shard ${ref.uri} row ${record.ordinal}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      if (!parsed.success)
+        throw new Error(
+          `evaluation shard ${ref.uri} row ${record.ordinal}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
       rows.push(parsed.data);
     }
   }
@@ -40,8 +42,20 @@ function project(row: Record<string, unknown>, columns: readonly string[]): Reco
   return Object.fromEntries(columns.map((c) => [c, row[c]]));
 }
 
-async function mergedArtifact(file: string, schemaName: string, arrowSchema: typeof evaluationPredictionsArrowSchema, columns: readonly string[], rows: readonly EvaluationShardRow[], inputs: ArtifactRef[]): Promise<ArtifactRef> {
-  const expectation = { schemaName, schemaVersion: EVALUATION_SCHEMA_VERSION, inputs, configHash: hashConfig({ stage: schemaName, columns }) };
+async function mergedArtifact(
+  file: string,
+  schemaName: string,
+  arrowSchema: typeof evaluationPredictionsArrowSchema,
+  columns: readonly string[],
+  rows: readonly EvaluationShardRow[],
+  inputs: ArtifactRef[],
+): Promise<ArtifactRef> {
+  const expectation = {
+    schemaName,
+    schemaVersion: EVALUATION_SCHEMA_VERSION,
+    inputs,
+    configHash: hashConfig({ stage: schemaName, columns }),
+  };
   return (
     (await findCachedArtifact(file, expectation)) ??
     writeParquetArtifact({ path: file, arrowSchema, rows: rows.map((r) => project(r, columns)), ...expectation })
@@ -61,8 +75,22 @@ export async function summarizeEvaluation(rawInput: SummarizeEvaluationInput): P
     const shardRefs = input.shards.flatMap((s) => s.refs);
     keepAlive.report({ stage: 'report', done: 0, total: 3, unit: 'steps', counts: {} });
     const rows = await readShardRows(shardRefs);
-    const predictions = await mergedArtifact(path.join(outputDir, 'predictions.parquet'), EVALUATION_PREDICTIONS_SCHEMA_NAME, evaluationPredictionsArrowSchema, PREDICTION_COLUMNS, rows, shardRefs);
-    const metrics = await mergedArtifact(path.join(outputDir, 'metrics.parquet'), EVALUATION_METRICS_SCHEMA_NAME, instanceMetricsArrowSchema, METRIC_COLUMNS, rows, shardRefs);
+    const predictions = await mergedArtifact(
+      path.join(outputDir, 'predictions.parquet'),
+      EVALUATION_PREDICTIONS_SCHEMA_NAME,
+      evaluationPredictionsArrowSchema,
+      PREDICTION_COLUMNS,
+      rows,
+      shardRefs,
+    );
+    const metrics = await mergedArtifact(
+      path.join(outputDir, 'metrics.parquet'),
+      EVALUATION_METRICS_SCHEMA_NAME,
+      instanceMetricsArrowSchema,
+      METRIC_COLUMNS,
+      rows,
+      shardRefs,
+    );
     keepAlive.report({ stage: 'report', done: 1, total: 3, unit: 'steps', counts: {} });
 
     const { bootstrap } = input.evaluation;

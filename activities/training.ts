@@ -49,18 +49,32 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
   const previous = TrainingHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   if (previous.success) log.info('training: retrying a segment from its last heartbeat', { ...where, heartbeat: previous.data });
   // Heartbeat from the start: reaping a stale trainer and starting a new one can take longer than the timeout.
-  const beat: TrainingHeartbeat = previous.success ? previous.data : { step: input.fromStep, checkpoint: null, signalled: { step: input.fromStep, checkpointStep: 0 } };
+  const beat: TrainingHeartbeat = previous.success
+    ? previous.data
+    : { step: input.fromStep, checkpoint: null, signalled: { step: input.fromStep, checkpointStep: 0 } };
   const client = activityClient();
   const workflowId = input.trainingWorkflowId;
   // Progress is best effort: a finished or unknown workflow must never fail the segment.
-  const signal = client && workflowId ? (p: TrainingProgress) => void client.workflow.getHandle(workflowId).signal('trainingProgress', p).catch(() => undefined) : null;
-  const progress = new training.SegmentProgress(beat, input.segment, t.progressEveryMs, { heartbeat: (details) => context.heartbeat(details), signal });
+  const signal =
+    client && workflowId
+      ? (p: TrainingProgress) =>
+          void client.workflow
+            .getHandle(workflowId)
+            .signal('trainingProgress', p)
+            .catch(() => undefined)
+      : null;
+  const progress = new training.SegmentProgress(beat, input.segment, t.progressEveryMs, {
+    heartbeat: (details) => context.heartbeat(details),
+    signal,
+  });
   progress.heartbeat();
   const keepAlive = setInterval(() => progress.heartbeat(), Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
   try {
     const reaped = await training.reapStaleTrainer(layout.pidFile, t.stopGraceMs);
-    if (reaped.action === 'terminated' || reaped.action === 'killed') log.warn(`training: stopped a trainer left running by an earlier attempt (${reaped.action})`, { ...where, stale: reaped.found });
-    if (reaped.action === 'other-host') log.warn('training: a trainer of another host may still run on this run directory', { ...where, stale: reaped.found });
+    if (reaped.action === 'terminated' || reaped.action === 'killed')
+      log.warn(`training: stopped a trainer left running by an earlier attempt (${reaped.action})`, { ...where, stale: reaped.found });
+    if (reaped.action === 'other-host')
+      log.warn('training: a trainer of another host may still run on this run directory', { ...where, stale: reaped.found });
     const problem = training.trainingNodeProblem(t);
     if (problem) throw configError(problem);
     if (mirror) log.info('training: pulled from the store', { ...where, ...(await mirror.pull()), runDir: input.runDir });
@@ -68,9 +82,11 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     const before = training.newestCheckpoint(input.runDir);
     const resumedFrom = before?.step ?? 0;
     type Outcome = Omit<training.SegmentResultFields, 'segment' | 'resumedFrom' | 'attempt' | 'startedAt'>;
-    const result = (o: Outcome) => training.segmentResult({ ...o, segment: input.segment, resumedFrom, attempt: context.info.attempt, startedAt });
+    const result = (o: Outcome) =>
+      training.segmentResult({ ...o, segment: input.segment, resumedFrom, attempt: context.info.attempt, startedAt });
     // With a store the result names the store's copies: the checkpoint's URI and the published metrics.
-    const checkpointOf = (found: { step: number; path: string } | null) => mirror?.checkpointUri(found?.step ?? null) ?? found?.path ?? null;
+    const checkpointOf = (found: { step: number; path: string } | null) =>
+      mirror?.checkpointUri(found?.step ?? null) ?? found?.path ?? null;
     const segmentMetrics = async (upTo: number) => {
       const written = await training.writeSegmentMetrics(input, upTo);
       if (!mirror) return written;
@@ -85,10 +101,20 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
       // than nothing, so a run whose last activity result was lost reports the same as one that was not.
       const earlier = training.segmentTrainerStarts(input.runDir, input.segment).at(-1);
       const trainer = { parameters: earlier?.parameters ?? null, device: earlier?.device ?? null };
-      return result({ step: resumedFrom, checkpoint: checkpointOf(before), stoppedBy: 'already-done', metrics: ref, rows, instances: 0, skipped: 0, ...trainer });
+      return result({
+        step: resumedFrom,
+        checkpoint: checkpointOf(before),
+        stoppedBy: 'already-done',
+        metrics: ref,
+        rows,
+        instances: 0,
+        skipped: 0,
+        ...trainer,
+      });
     }
 
-    const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
+    const onServerError = (error: unknown, route: string) =>
+      log.error('training: environment server error', { route, error: String(error) });
     // With a store, the samples' worktrees are this node's own, made from the run's repoSource.
     const worktrees = mirror
       ? await storeSync.materializeSampleWorktrees(input.samples.uri, {
@@ -97,13 +123,15 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
           signal: context.cancellationSignal,
         })
       : null;
-    if (worktrees && worktrees.failed.length > 0) log.warn(`training: ${worktrees.failed.length} worktrees could not be made on this node`, { first: worktrees.failed.slice(0, 3) });
+    if (worktrees && worktrees.failed.length > 0)
+      log.warn(`training: ${worktrees.failed.length} worktrees could not be made on this node`, { first: worktrees.failed.slice(0, 3) });
     const setupInput = { ...input, samplesUri: input.samples.uri, ...(worktrees ? { worktreePath: worktrees.worktreePath } : {}) };
     const setup = await training.setUpSegment(setupInput, onServerError).catch((error: unknown) => {
       throw error instanceof training.NoTrainableSamplesError ? invalidInput(error.message) : error;
     });
     const { loaded, environment, server, files } = setup;
-    if (loaded.skipped.length > 0) log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
+    if (loaded.skipped.length > 0)
+      log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
     if (t.smokeRun) log.warn('training: SMOKE RUN — a plumbing check, not a real training run; its metrics mean nothing', where);
 
     let run: training.TrainerRun;
@@ -123,7 +151,15 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
         cancellation: context.cancellationSignal,
         graceMs: t.stopGraceMs,
         onStarted: (pid) => {
-          log.info('training: trainer started', { ...where, pid, processes: t.gpus, envUrl: server.url, instances: loaded.instanceIds.length, resumeFrom: resumedFrom, logs: files.stdout });
+          log.info('training: trainer started', {
+            ...where,
+            pid,
+            processes: t.gpus,
+            envUrl: server.url,
+            instances: loaded.instanceIds.length,
+            resumeFrom: resumedFrom,
+            logs: files.stdout,
+          });
           progress.report(training.initialSegmentState(before), null);
         },
         onEvent: (outcome) => {
@@ -147,27 +183,49 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
       });
     }
     const stats = environment.stats();
-    log.info('training: trainer exited', { ...where, exit, step: state.step, stopReason: run.stopReason, episodes: stats.opened, open: stats.open });
+    log.info('training: trainer exited', {
+      ...where,
+      exit,
+      step: state.step,
+      stopReason: run.stopReason,
+      episodes: stats.opened,
+      open: stats.open,
+    });
 
     if (run.protocolError instanceof training.TrainerProtocolError) throw nonRetryable('TrainerProtocolError', run.protocolError.message);
     if (run.protocolError) throw run.protocolError;
     const cancelled = context.cancellationSignal.aborted;
-    const cancelReason = context.cancellationSignal.reason instanceof CancelledFailure ? context.cancellationSignal.reason.message : 'CANCELLED';
+    const cancelReason =
+      context.cancellationSignal.reason instanceof CancelledFailure ? context.cancellationSignal.reason.message : 'CANCELLED';
     if (exit.code !== 0) {
       if (cancelled) throw new CancelledFailure(cancelReason);
       const failure = await training.trainerFailure(run, input.segment, files.stderr);
-      throw ApplicationFailure.create({ type: failure.permanent ? 'TrainerConfigError' : 'TrainerFailed', nonRetryable: failure.permanent, message: failure.message });
+      throw ApplicationFailure.create({
+        type: failure.permanent ? 'TrainerConfigError' : 'TrainerFailed',
+        nonRetryable: failure.permanent,
+        message: failure.message,
+      });
     }
 
     const after = training.newestCheckpoint(input.runDir);
     const reached = after?.step ?? 0;
-    if (after && reached !== state.step) log.warn('training: the newest checkpoint is not the step the trainer reported last', { ...where, checkpointStep: reached, reported: state.step });
+    if (after && reached !== state.step)
+      log.warn('training: the newest checkpoint is not the step the trainer reported last', {
+        ...where,
+        checkpointStep: reached,
+        reported: state.step,
+      });
     const { ref, rows } = await segmentMetrics(reached);
     const stoppedBy = training.segmentStoppedBy(run);
     progress.report({ ...state, step: reached, checkpoint: after?.path ?? null, checkpointStep: after?.step ?? null }, 'now');
     // Not the workflow's request (worker shutdown, timeout): fail this attempt, the retry resumes from here.
     if (cancelled && cancelReason !== 'CANCELLED') throw new CancelledFailure(cancelReason);
-    const counts = { instances: loaded.instanceIds.length, skipped: loaded.skipped.length, parameters: state.parameters, device: state.device };
+    const counts = {
+      instances: loaded.instanceIds.length,
+      skipped: loaded.skipped.length,
+      parameters: state.parameters,
+      device: state.device,
+    };
     return result({ step: reached, checkpoint: checkpointOf(after), stoppedBy, metrics: ref, rows, ...counts });
   } finally {
     clearInterval(keepAlive);
@@ -175,9 +233,17 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
 }
 
 /** What a training run left on disk: where a new workflow on the same run directory continues from. */
-export async function inspectTrainingRun(input: { runDir: string; runId?: string; store?: string }): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
+export async function inspectTrainingRun(input: {
+  runDir: string;
+  runId?: string;
+  store?: string;
+}): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
   if (input.store) return storeSync.inspectStoredRun(input.store, input.runId ?? path.basename(input.runDir));
   const checkpoint = training.newestCheckpoint(input.runDir);
   const segments = training.listSegments(input.runDir);
-  return { checkpointStep: checkpoint?.step ?? null, checkpoint: checkpoint?.path ?? null, lastSegment: segments.length > 0 ? segments[segments.length - 1]! : 0 };
+  return {
+    checkpointStep: checkpoint?.step ?? null,
+    checkpoint: checkpoint?.path ?? null,
+    lastSegment: segments.length > 0 ? segments[segments.length - 1]! : 0,
+  };
 }

@@ -49,7 +49,10 @@ function parseArgs(argv: string[]): Args {
 
 /** The q-quantile of unsorted values (lib/metrics' quantile: linear interpolation, numpy's default). */
 function percentile(values: number[], q: number): number {
-  return quantile([...values].sort((a, b) => a - b), q);
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    q,
+  );
 }
 
 const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
@@ -105,10 +108,15 @@ export async function runBm25Bench(args: Args): Promise<void> {
   const pythonBuildCpuMs = reference.timing.build_cpu_s * 1000;
   const pythonQueriesCpuMs = reference.timing.queries_cpu_s * 1000;
 
-  const mismatched = ours.flatMap((ranking, q) =>
-    JSON.stringify(ranking) === JSON.stringify(reference.rankings[q]) ? [] : [q],
-  );
-  const common = { bench: 'bm25', root: args.root, files: files.length, skipped: skipped.length, megabytes: round(bytes / 1e6, 1), queries: queries.length };
+  const mismatched = ours.flatMap((ranking, q) => (JSON.stringify(ranking) === JSON.stringify(reference.rankings[q]) ? [] : [q]));
+  const common = {
+    bench: 'bm25',
+    root: args.root,
+    files: files.length,
+    skipped: skipped.length,
+    megabytes: round(bytes / 1e6, 1),
+    queries: queries.length,
+  };
   const line = (o: object): void => console.log(JSON.stringify({ ...common, ...o }));
   line({
     impl: 'codegrep-ts',

@@ -72,7 +72,7 @@ for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: un
 const stages = chosen.length > 0 ? chosen : ALL;
 
 let seed = SEED >>> 0;
-const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-chaos-'));
 const dataDir = path.join(work, 'runs');
@@ -94,7 +94,13 @@ let worker: ChildProcess | null = null;
 /** The GPU worker (workers/gpu.ts), started only for the training stage; killed with the CPU worker. */
 let gpuWorker: ChildProcess | null = null;
 const gpuTaskQueue = `chaos-gpu-${process.pid}`;
-const gpuEnv = { OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', TOKENIZERS_PARALLELISM: 'false', CODEGREP_SHUTDOWN_GRACE_MS: '2000', CODEGREP_GPU_TASK_QUEUE: gpuTaskQueue };
+const gpuEnv = {
+  OMP_NUM_THREADS: '1',
+  MKL_NUM_THREADS: '1',
+  TOKENIZERS_PARALLELISM: 'false',
+  CODEGREP_SHUTDOWN_GRACE_MS: '2000',
+  CODEGREP_GPU_TASK_QUEUE: gpuTaskQueue,
+};
 
 async function startServer(): Promise<void> {
   const server = await startDevServer({ dataDir: serverDir, port, ui: false });
@@ -157,21 +163,32 @@ async function withClient<T>(use: (client: Client) => Promise<T>): Promise<T> {
 
 function listFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return (readdirSync(dir, { recursive: true }) as string[]).filter((f) => !f.endsWith('.lock')).filter((f) => {
-    try {
-      return readFileSync(path.join(dir, f)) !== undefined;
-    } catch {
-      return false; // a directory
-    }
-  }).sort();
+  return (readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => !f.endsWith('.lock'))
+    .filter((f) => {
+      try {
+        return readFileSync(path.join(dir, f)) !== undefined;
+      } catch {
+        return false; // a directory
+      }
+    })
+    .sort();
 }
 
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 async function contentOf(file: string): Promise<unknown> {
-  if (file.endsWith('.parquet')) return (await readParquetObjects(file)).map((r) => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Row);
+  if (file.endsWith('.parquet'))
+    return (await readParquetObjects(file)).map(
+      (r) => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Row,
+    );
   if (file.endsWith('.json')) return JSON.parse(readFileSync(file, 'utf8'));
-  if (file.endsWith('.jsonl')) return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  if (file.endsWith('.jsonl'))
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as unknown)
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   return readFileSync(file, 'utf8').split('\n'); // a text report: compared line by line
 }
 
@@ -214,14 +231,21 @@ function snapshot(scenario: Scenario, label: string): Snapshot {
 function journalLines(snap: Snapshot, journalDir: string): unknown[] {
   return snap.files
     .filter((f) => f.startsWith(`${journalDir}/`))
-    .flatMap((f) => readFileSync(path.join(snap.dir, f), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown))
+    .flatMap((f) =>
+      readFileSync(path.join(snap.dir, f), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as unknown),
+    )
     .sort((a, b) => JSON.stringify(stripVolatile(a)).localeCompare(JSON.stringify(stripVolatile(b))));
 }
 
 /** Journal lines carry when they were written and by which attempt; neither is part of the result. */
 function stripVolatile(line: unknown): unknown {
   if (!line || typeof line !== 'object') return line;
-  return Object.fromEntries(Object.entries(line).filter(([k]) => !/^(at|ts|time|timestamp|writtenAt|judgedAt|attempt|pid|ms|latencyMs)$/i.test(k)));
+  return Object.fromEntries(
+    Object.entries(line).filter(([k]) => !/^(at|ts|time|timestamp|writtenAt|judgedAt|attempt|pid|ms|latencyMs)$/i.test(k)),
+  );
 }
 
 function dropKeys(value: unknown, keys: string[]): unknown {
@@ -240,7 +264,9 @@ function dropKeys(value: unknown, keys: string[]): unknown {
 /** For a differing table: the first rows whose fields (minus those that vary between the references) differ, field by field. */
 async function fieldDiffs(trialFile: string, refAFile: string, refBFile: string): Promise<unknown[]> {
   if (!/\.(parquet|json|jsonl|md|html)$/.test(trialFile)) return [];
-  const [ct, ca, cb] = await Promise.all([trialFile, refAFile, refBFile].map((f) => (existsSync(f) ? contentOf(f) : Promise.resolve(null))));
+  const [ct, ca, cb] = await Promise.all(
+    [trialFile, refAFile, refBFile].map((f) => (existsSync(f) ? contentOf(f) : Promise.resolve(null))),
+  );
   const rows = (v: unknown) => (Array.isArray(v) ? v : [v]) as unknown[];
   const [t, a, b] = [rows(ct), rows(ca), rows(cb)];
   const out: unknown[] = [];
@@ -309,7 +335,11 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     }
     if (a !== b && existsSync(path.join(refB.dir, file))) {
       byDesign.push(file);
-      const [ct, ca, cb] = await Promise.all([contentOf(inTrial), contentOf(path.join(refA.dir, file)), contentOf(path.join(refB.dir, file))]);
+      const [ct, ca, cb] = await Promise.all([
+        contentOf(inTrial),
+        contentOf(path.join(refA.dir, file)),
+        contentOf(path.join(refB.dir, file)),
+      ]);
       if (JSON.stringify(stable(ct, ca, cb)) === JSON.stringify(stable(ca, ca, cb))) {
         sameByRows += 1;
         continue;
@@ -318,10 +348,23 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     differing.push(file);
     rowDiffs[file] = await fieldDiffs(inTrial, path.join(refA.dir, file), path.join(refB.dir, file));
   }
-  const unexpected = trial.files.filter((f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f));
+  const unexpected = trial.files.filter(
+    (f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f),
+  );
   const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
   const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
-  return { artifacts: refA.files.length, identical, sameByRows, differsOnlyByResume, byDesign, differing, rowDiffs, extra, leftoverTemps, journalSame };
+  return {
+    artifacts: refA.files.length,
+    identical,
+    sameByRows,
+    differsOnlyByResume,
+    byDesign,
+    differing,
+    rowDiffs,
+    extra,
+    leftoverTemps,
+    journalSame,
+  };
 }
 
 async function itemCounts(scenario: Scenario, reference: Set<string> | null) {
@@ -378,7 +421,14 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
     }
     return (await handle.describe()).status.name;
   });
-  return { workflowId, status, ms: Date.now() - started, kills, serverKills, requests: (scenario.llm?.requests.length ?? 0) - requestsBefore };
+  return {
+    workflowId,
+    status,
+    ms: Date.now() - started,
+    kills,
+    serverKills,
+    requests: (scenario.llm?.requests.length ?? 0) - requestsBefore,
+  };
 }
 
 // ---- scenarios --------------------------------------------------------------------------------------------
@@ -393,14 +443,20 @@ async function scenarios(): Promise<Scenario[]> {
   const worktreeDirs = { cacheDir: path.join(work, 'cache', 'repos'), worktreesDir: path.join(work, 'cache', 'worktrees') };
 
   if (stages.includes('catm')) {
-    const llm = await startScriptedOpenAiServer({ latencyMs: 250, script: (body) => reply.text(JSON.stringify(body.messages).length % 3 === 0 ? 'NOT_RELEVANT' : 'RELEVANT') });
+    const llm = await startScriptedOpenAiServer({
+      latencyMs: 250,
+      script: (body) => reply.text(JSON.stringify(body.messages).length % 3 === 0 ? 'NOT_RELEVANT' : 'RELEVANT'),
+    });
     out.push({
       stage: 'catm',
       workflow: 'catm',
       input: {
         ...base,
         stages: ['catm'],
-        inputs: { trajectories: path.join(sharedData, 'openhands_trajectories.sample.jsonl'), instances: path.join(sharedData, 'swebench_verified.jsonl') },
+        inputs: {
+          trajectories: path.join(sharedData, 'openhands_trajectories.sample.jsonl'),
+          instances: path.join(sharedData, 'swebench_verified.jsonl'),
+        },
         judge: { mode: 'llm', baseUrl: llm.baseUrl, model: 'chaos-judge', concurrency: 4 },
         temporal: { activityTimeouts: { judge: { heartbeatMs: 3_000 }, mine: { heartbeatMs: 3_000 }, weight: { heartbeatMs: 3_000 } } },
       },
@@ -480,7 +536,10 @@ async function scenarios(): Promise<Scenario[]> {
     // As test/integration/training.test.ts: the real trainer on the CPU, a tiny randomly initialised Qwen3-shaped
     // model (a smoke run: it cannot learn), group 2, one prompt per step, a checkpoint every step.
     const modelDir = path.join(work, 'tiny-model');
-    execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+    execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], {
+      cwd: repoRoot,
+      stdio: 'ignore',
+    });
     const saved = path.join(work, 'environment-for-training');
     const scenario: Scenario & { setup?: () => Promise<void> } = {
       stage: 'training',
@@ -525,7 +584,9 @@ async function scenarios(): Promise<Scenario[]> {
     };
     scenario.setup = async () => {
       rmSync(runDir, { recursive: true, force: true });
-      const result = (await withClient((client) => client.workflow.execute('pipeline', { taskQueue, workflowId: `${RUN_ID}/setup-training-environment`, args: [environmentInput] }))) as { environment: { samples: unknown } };
+      const result = (await withClient((client) =>
+        client.workflow.execute('pipeline', { taskQueue, workflowId: `${RUN_ID}/setup-training-environment`, args: [environmentInput] }),
+      )) as { environment: { samples: unknown } };
       (scenario.input.artifacts as Record<string, unknown>).samples = result.environment.samples;
       mkdirSync(saved, { recursive: true });
       for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
@@ -576,9 +637,33 @@ async function main(): Promise<number> {
       const refItems = await itemCounts(scenario, null);
       const refRunB = await runOnce(scenario, null);
       const refB = snapshot(scenario, 'reference-b');
-      const byDesign = refA.files.filter((f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)));
-      console.log(JSON.stringify({ kind: 'reference', stage: scenario.stage, ms: [refRunA.ms, refRunB.ms], status: [refRunA.status, refRunB.status], artifacts: refA.files.length, bytesDifferByDesign: byDesign, items: refItems.items, requests: refRunA.requests }));
-      const totals = { stage: scenario.stage, trials: 0, kills: 0, serverKills: 0, completed: 0, artifactsIdentical: 0, duplicated: 0, lost: 0, redoneRequests: 0, leftoverTemps: 0 };
+      const byDesign = refA.files.filter(
+        (f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)),
+      );
+      console.log(
+        JSON.stringify({
+          kind: 'reference',
+          stage: scenario.stage,
+          ms: [refRunA.ms, refRunB.ms],
+          status: [refRunA.status, refRunB.status],
+          artifacts: refA.files.length,
+          bytesDifferByDesign: byDesign,
+          items: refItems.items,
+          requests: refRunA.requests,
+        }),
+      );
+      const totals = {
+        stage: scenario.stage,
+        trials: 0,
+        kills: 0,
+        serverKills: 0,
+        completed: 0,
+        artifactsIdentical: 0,
+        duplicated: 0,
+        lost: 0,
+        redoneRequests: 0,
+        leftoverTemps: 0,
+      };
       for (let trial = 1; trial <= TRIALS; trial++) {
         const killAtMs = Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
         const killServer = trial % 3 === 1; // trials 1, 4, 7, 10: the short CI run kills the server too
@@ -600,7 +685,12 @@ async function main(): Promise<number> {
           status: run.status,
           ms: run.ms,
           artifacts,
-          items: items && { items: items.items, duplicated: items.duplicated, lost: items.lost, ...(Object.keys(items.byStatus).length > 0 ? { byStatus: items.byStatus } : {}) },
+          items: items && {
+            items: items.items,
+            duplicated: items.duplicated,
+            lost: items.lost,
+            ...(Object.keys(items.byStatus).length > 0 ? { byStatus: items.byStatus } : {}),
+          },
           requests: scenario.llm ? { trial: run.requests, reference: refRunA.requests, redone: run.requests - refRunA.requests } : null,
         };
         console.log(JSON.stringify(line));

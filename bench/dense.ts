@@ -99,11 +99,25 @@ async function benchSize(size: FixtureModelSize, args: Args, files: SourceFile[]
   const model = await loadEmbeddingModel(fixture.modelDir, { batchSize: args.batch, intraOpNumThreads: args.threads });
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-dense-'));
   try {
-    const base = { size, files: files.length, lines_per_file: args.lines, batch: args.batch, threads: args.threads, max_seq_length: model.folder.maxSequenceLength };
+    const base = {
+      size,
+      files: files.length,
+      lines_per_file: args.lines,
+      batch: args.batch,
+      threads: args.threads,
+      max_seq_length: model.folder.maxSequenceLength,
+    };
 
     const tokenize = await timed(() => files.map((f) => model.tokenizer.encode(f.content)));
     const contentTokens = tokenize.value.reduce((n, ids) => n + ids.length, 0);
-    print({ ...base, phase: 'tokenize', seconds: round(tokenize.seconds), cpu_seconds: round(tokenize.cpuSeconds), content_tokens: contentTokens, tokens_per_s: round(contentTokens / tokenize.seconds, 0) });
+    print({
+      ...base,
+      phase: 'tokenize',
+      seconds: round(tokenize.seconds),
+      cpu_seconds: round(tokenize.cpuSeconds),
+      content_tokens: contentTokens,
+      tokens_per_s: round(contentTokens / tokenize.seconds, 0),
+    });
 
     const index = await timed(() => buildDenseIndex(files, 'bench', model));
     const { stats } = index.value;
@@ -129,13 +143,21 @@ async function benchSize(size: FixtureModelSize, args: Args, files: SourceFile[]
     );
     const specPath = path.join(tmp, 'spec.json');
     const compare = Math.min(200, sequences.length);
-    writeFileSync(specPath, JSON.stringify({ model_dir: fixture.modelDir, sequences, batch_size: args.batch, threads: args.threads, return: compare }));
-    const run = spawnSync(VENV_PYTHON, [path.join(repoRoot, 'test/python/dense_bench_reference.py'), specPath], { encoding: 'utf8', maxBuffer: 1 << 30 });
+    writeFileSync(
+      specPath,
+      JSON.stringify({ model_dir: fixture.modelDir, sequences, batch_size: args.batch, threads: args.threads, return: compare }),
+    );
+    const run = spawnSync(VENV_PYTHON, [path.join(repoRoot, 'test/python/dense_bench_reference.py'), specPath], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+    });
     if (run.status !== 0) throw new Error(`dense_bench_reference.py failed (exit ${run.status}): ${run.stderr.slice(-2000)}`);
     const reference = JSON.parse(run.stdout) as { seconds: number; cpu_seconds: number; embeddings: number[][] };
     let worst = 0;
     const d = index.value.dimension;
-    reference.embeddings.forEach((v, i) => v.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - index.value.embeddings[i * d + j]!)))));
+    reference.embeddings.forEach((v, i) =>
+      v.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - index.value.embeddings[i * d + j]!)))),
+    );
     print({
       ...base,
       phase: 'reference',
@@ -151,12 +173,25 @@ async function benchSize(size: FixtureModelSize, args: Args, files: SourceFile[]
     await buildDenseIndex(files, 'bench', model, { cacheDir });
     const runs = model.stats.sessionRuns;
     const cached = await timed(() => buildDenseIndex(files, 'bench', model, { cacheDir }));
-    print({ ...base, phase: 'cache', seconds: round(cached.seconds), cached_files: cached.value.stats.cachedFiles, session_runs: model.stats.sessionRuns - runs, files_per_s: round(files.length / cached.seconds, 0) });
+    print({
+      ...base,
+      phase: 'cache',
+      seconds: round(cached.seconds),
+      cached_files: cached.value.stats.cachedFiles,
+      session_runs: model.stats.sessionRuns - runs,
+      files_per_s: round(files.length / cached.seconds, 0),
+    });
 
     const latencies: number[] = [];
     for (const q of questions) latencies.push((await timed(() => retrieveDense(index.value, q))).seconds * 1000);
     latencies.sort((a, b) => a - b);
-    print({ ...base, phase: 'query', queries: latencies.length, p50_ms: round(latencies[Math.floor(latencies.length / 2)]!, 2), max_ms: round(latencies.at(-1)!, 2) });
+    print({
+      ...base,
+      phase: 'query',
+      queries: latencies.length,
+      p50_ms: round(latencies[Math.floor(latencies.length / 2)]!, 2),
+      max_ms: round(latencies.at(-1)!, 2),
+    });
 
     print({
       ...base,

@@ -81,7 +81,10 @@ const totals = { shallow: 0, full: 0 };
 for (const entry of (await fs.readdir(mirrorsDir)).filter((e) => e.endsWith('.git')).sort()) {
   const mirror = path.join(mirrorsDir, entry);
   const repo = entry.replace(/\.git$/, '').replace('__', '/');
-  const commits = (await git(['for-each-ref', '--format=%(objectname)', 'refs/commits/'], { ...GIT, cwd: mirror })).trim().split('\n').filter(Boolean);
+  const commits = (await git(['for-each-ref', '--format=%(objectname)', 'refs/commits/'], { ...GIT, cwd: mirror }))
+    .trim()
+    .split('\n')
+    .filter(Boolean);
   const all = await compare('all base commits', repo, mirrorsDir, commits);
   totals.shallow += all.shallow.bytes;
   totals.full += all.full.bytes;

@@ -84,7 +84,11 @@ async function rawFetchPool(baseUrl: string, candidates: JudgeCandidate[], concu
     Array.from({ length: concurrency }, async () => {
       while (next < bodies.length) {
         const body = bodies[next++]!;
-        const response = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+        const response = await fetch(`${baseUrl}/chat/completions`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json' },
+        });
         await response.json();
       }
     }),

@@ -58,7 +58,8 @@ async function buildBigFile(minTrajectories: number, target: string): Promise<nu
   const copies = Math.ceil(minTrajectories / lines.length);
   const out = createWriteStream(target);
   for (let copy = 0; copy < copies; copy++) {
-    const chunk = lines.map(({ line, key, id }) => line.replace(key, `"trajectory_id": ${JSON.stringify(`${id}#${copy}`)}`)).join('\n') + '\n';
+    const chunk =
+      lines.map(({ line, key, id }) => line.replace(key, `"trajectory_id": ${JSON.stringify(`${id}#${copy}`)}`)).join('\n') + '\n';
     if (!out.write(chunk)) await once(out, 'drain');
   }
   out.end();

@@ -76,7 +76,8 @@ async function main(): Promise<void> {
     const first = await timeReadRows(bigPath);
     const peakRssMb = mb(process.resourceUsage().maxRSS * 1024);
     const reference = await timeReference(bigPath);
-    if (reference.rows !== first.rows + first.errors) throw new Error(`reference read ${reference.rows} rows, readRows ${first.rows + first.errors}`);
+    if (reference.rows !== first.rows + first.errors)
+      throw new Error(`reference read ${reference.rows} rows, readRows ${first.rows + first.errors}`);
     // A second round of both, best time of each: the first pass pays for JIT warm-up on a shared machine.
     const seconds = Math.min(first.seconds, (await timeReadRows(bigPath)).seconds);
     const referenceSeconds = Math.min(reference.seconds, (await timeReference(bigPath)).seconds);

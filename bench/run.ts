@@ -16,7 +16,10 @@ const benches: Record<string, { file: string; what: string }> = {
   tools: { file: 'tools.ts', what: 'grep/glob/read latency vs raw rg at concurrency 1 and 64' },
   dense: { file: 'dense.ts', what: 'dense embedding throughput on CPU' },
   fetch: { file: 'fetch.ts', what: 'empty bare repo + fetch --depth=1 per base commit vs a full clone, over file:// (../shared/repos)' },
-  train: { file: 'train.ts', what: 'trainer on a tiny random Qwen3 (CPU): rollout vs plain generate, env share, update MFU vs measured matmul rate' },
+  train: {
+    file: 'train.ts',
+    what: 'trainer on a tiny random Qwen3 (CPU): rollout vs plain generate, env share, update MFU vs measured matmul rate',
+  },
   worktrees: { file: 'worktrees.ts', what: 'worktree add median/p95 and disk vs full clones (BENCH_REPO_DIR for a real repository)' },
 };
 

@@ -57,7 +57,10 @@ function parseArgs(argv: string[]): Args {
 
 /** The q-quantile of unsorted values (lib/metrics' quantile: linear interpolation, numpy's default). */
 function percentile(values: number[], q: number): number {
-  return quantile([...values].sort((a, b) => a - b), q);
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    q,
+  );
 }
 
 /** One raw subprocess, read to the end. */
@@ -95,7 +98,14 @@ interface Pair {
   raw: Job[];
 }
 
-function report(pair: Pair, concurrency: number, ours: number[], raw: number[], root: string, batches?: { ours: number[]; raw: number[] }): void {
+function report(
+  pair: Pair,
+  concurrency: number,
+  ours: number[],
+  raw: number[],
+  root: string,
+  batches?: { ours: number[]; raw: number[] },
+): void {
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const line = {
     bench: 'tools',
@@ -152,13 +162,46 @@ export async function runToolsBench(argv: string[]): Promise<void> {
   try {
     const files = await listFiles(root);
     if (files.length === 0) throw new Error(`no source files under ${root}`);
-    const patterns = ['TODO', 'import ', 'class \\w+Error', 'def \\w+_node', 'function \\w+\\(', 'return null', 'raise ValueError', 'config'];
+    const patterns = [
+      'TODO',
+      'import ',
+      'class \\w+Error',
+      'def \\w+_node',
+      'function \\w+\\(',
+      'return null',
+      'raise ValueError',
+      'config',
+    ];
     const globs = ['**/*.py', '**/*.js', '**/test_*', '*.json', '**/*.d.ts'];
     const readFiles = Array.from({ length: 8 }, (_, k) => files[Math.floor((k * files.length) / 8)]!);
-    console.log(JSON.stringify({ bench: 'tools', root, source_files: files.length, patterns, globs, readFiles, rounds: args.rounds, calls64: args.calls64 }));
+    console.log(
+      JSON.stringify({
+        bench: 'tools',
+        root,
+        source_files: files.length,
+        patterns,
+        globs,
+        readFiles,
+        rounds: args.rounds,
+        calls64: args.calls64,
+      }),
+    );
 
-    const grepArgs = (p: string) => ['--no-config', '--color=never', '--no-heading', '--with-filename', '--line-number', '--null',
-      '--hidden', '--no-ignore', '--sort=path', '--glob=!.git', '-e', p, '--'];
+    const grepArgs = (p: string) => [
+      '--no-config',
+      '--color=never',
+      '--no-heading',
+      '--with-filename',
+      '--line-number',
+      '--null',
+      '--hidden',
+      '--no-ignore',
+      '--sort=path',
+      '--glob=!.git',
+      '-e',
+      p,
+      '--',
+    ];
     const pairs: Pair[] = [
       {
         tool: 'grep',
@@ -176,7 +219,14 @@ export async function runToolsBench(argv: string[]): Promise<void> {
         tool: 'glob',
         reference: 'rg-files-same-args',
         ours: globs.map((g) => () => glob(root!, { pattern: g }, { engine: 'rg' })),
-        raw: globs.map((g) => () => rawCall(rg, ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--glob=${g}`, '--glob=!.git'], root!)),
+        raw: globs.map(
+          (g) => () =>
+            rawCall(
+              rg,
+              ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--glob=${g}`, '--glob=!.git'],
+              root!,
+            ),
+        ),
       },
       {
         tool: 'read',

@@ -11,7 +11,10 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const code = await new Promise<number>((resolve) => {
-  const child = spawn('bash', [path.join(root, 'bench', 'gpu-train.sh'), '--cpu-dry-run'], { cwd: root, stdio: ['ignore', 'inherit', 'pipe'] });
+  const child = spawn('bash', [path.join(root, 'bench', 'gpu-train.sh'), '--cpu-dry-run'], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   child.once('exit', (exitCode) => {

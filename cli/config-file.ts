@@ -15,7 +15,9 @@ export function readConfigFile(file: string): Record<string, unknown> {
   try {
     value = /\.json$/i.test(absolute) ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new ConfigError(`config file ${absolute} is not valid ${/\.json$/i.test(absolute) ? 'JSON' : 'YAML'}: ${(error as Error).message}`);
+    throw new ConfigError(
+      `config file ${absolute} is not valid ${/\.json$/i.test(absolute) ? 'JSON' : 'YAML'}: ${(error as Error).message}`,
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError(`config file ${absolute} must hold one object (mapping), not ${Array.isArray(value) ? 'a list' : typeof value}`);
@@ -28,7 +30,8 @@ export function readConfigFile(file: string): Record<string, unknown> {
       Object.entries(inputs).map(([key, entry]) => [key, typeof entry === 'string' ? path.resolve(base, entry) : entry]),
     );
   }
-  const environment = config.environment as { repoSource?: { kind?: unknown; dir?: unknown }; cacheDir?: unknown; worktreesDir?: unknown } | undefined;
+  const environment = config.environment as
+    { repoSource?: { kind?: unknown; dir?: unknown }; cacheDir?: unknown; worktreesDir?: unknown } | undefined;
   if (environment && typeof environment === 'object') {
     const resolved: Record<string, unknown> = { ...environment };
     if (environment.repoSource?.kind === 'mirror-dir' && typeof environment.repoSource.dir === 'string') {
@@ -54,7 +57,8 @@ export function readConfigFile(file: string): Record<string, unknown> {
   const downstreamSection = config.downstream as { configurations?: unknown[]; instancesFile?: unknown } | undefined;
   if (downstreamSection && typeof downstreamSection === 'object') {
     const resolved = resolveKeys(downstreamSection, ['instancesFile']) as Record<string, unknown>;
-    if (Array.isArray(downstreamSection.configurations)) resolved.configurations = downstreamSection.configurations.map((c) => resolveKeys(c, ['predictions']));
+    if (Array.isArray(downstreamSection.configurations))
+      resolved.configurations = downstreamSection.configurations.map((c) => resolveKeys(c, ['predictions']));
     config.downstream = resolved;
   }
   if (config.training && typeof config.training === 'object') config.training = resolveKeys(config.training, ['modelDir']);

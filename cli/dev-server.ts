@@ -79,7 +79,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   mkdirSync(dataDir, { recursive: true });
 
   if (await temporalAnswers(address, namespace)) {
-    return { address, uiUrl: withUi ? `http://localhost:${uiPort}` : null, pid: null, startedHere: false, logFile: null, stop: async () => undefined };
+    return {
+      address,
+      uiUrl: withUi ? `http://localhost:${uiPort}` : null,
+      pid: null,
+      startedHere: false,
+      logFile: null,
+      stop: async () => undefined,
+    };
   }
   if (!(await portIsFree(port))) {
     throw new Error(
@@ -93,12 +100,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 
   const binary = resolveTemporalBinary();
   const args = [
-    'server', 'start-dev',
-    '--db-filename', path.join(dataDir, 'temporal.db'),
-    '--namespace', namespace,
-    '--port', String(port),
-    '--ip', '127.0.0.1',
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--db-filename',
+    path.join(dataDir, 'temporal.db'),
+    '--namespace',
+    namespace,
+    '--port',
+    String(port),
+    '--ip',
+    '127.0.0.1',
+    '--log-level',
+    'warn',
     ...Object.values(temporalConfig.searchAttributes).flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
     ...(withUi ? ['--ui-port', String(uiPort)] : ['--headless']),
   ];
@@ -121,8 +134,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       throw new Error(`the Temporal dev server exited with code ${exited} before answering. Last log lines (${logFile}):\n${tail}`);
     }
     if (Date.now() > deadline) {
-      try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* already gone */ }
-      throw new Error(`the Temporal dev server did not answer at ${address} within ${(options.readyTimeoutMs ?? 60_000) / 1000}s (log: ${logFile})`);
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        /* already gone */
+      }
+      throw new Error(
+        `the Temporal dev server did not answer at ${address} within ${(options.readyTimeoutMs ?? 60_000) / 1000}s (log: ${logFile})`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -148,10 +167,29 @@ export async function stopDevServer(dataDir: string): Promise<boolean> {
   rmSync(file, { force: true });
   if (!Number.isInteger(pid) || pid <= 0) return false;
   const alive = () => {
-    try { process.kill(pid, 0); return true; } catch { return false; }
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   };
-  try { process.kill(-pid, 'SIGTERM'); } catch { try { process.kill(pid, 'SIGTERM'); } catch { return false; } }
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return false;
+    }
+  }
   for (let waited = 0; waited < 10_000 && alive(); waited += 100) await new Promise((r) => setTimeout(r, 100));
-  if (alive()) { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } }
+  if (alive()) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
   return true;
 }

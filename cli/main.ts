@@ -115,18 +115,22 @@ async function main(argv: string[]): Promise<number> {
           keep: { type: 'string', multiple: true },
         },
       });
-      if (positionals[0] !== 'prune') throw new ConfigError('usage: codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]');
+      if (positionals[0] !== 'prune')
+        throw new ConfigError('usage: codegrep worktrees prune [--data-dir runs] [--older-than-days N] [--keep owner/name@sha …]');
       const { pruneWorktrees } = await import('../lib/worktrees');
       const dataDir = path.resolve(values['data-dir']);
       const days = values['older-than-days'] === undefined ? undefined : Number(values['older-than-days']);
-      if (days !== undefined && !(days >= 0)) throw new ConfigError(`--older-than-days must be a non-negative number, got ${values['older-than-days']}`);
+      if (days !== undefined && !(days >= 0))
+        throw new ConfigError(`--older-than-days must be a non-negative number, got ${values['older-than-days']}`);
       const result = await pruneWorktrees({
         cacheDir: path.join(dataDir, 'repos'),
         worktreesDir: path.join(dataDir, 'worktrees'),
         olderThanMs: days === undefined ? undefined : days * 24 * 3600_000,
         keep: values.keep ? new Set(values.keep) : undefined,
       });
-      console.log(`codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`);
+      console.log(
+        `codegrep: removed ${result.removed.length} worktrees, kept ${result.kept}${result.failed.length ? `, ${result.failed.length} could not be removed` : ''}`,
+      );
       for (const failure of result.failed) console.log(`  ${JSON.stringify(failure)}`);
       return result.failed.length > 0 ? 1 : 0;
     }
@@ -142,7 +146,11 @@ async function main(argv: string[]): Promise<number> {
       const { values, positionals } = parseArgs({
         args: rest,
         allowPositionals: true,
-        options: { 'data-dir': { type: 'string', default: 'runs' }, html: { type: 'boolean', default: false }, list: { type: 'boolean', default: false } },
+        options: {
+          'data-dir': { type: 'string', default: 'runs' },
+          html: { type: 'boolean', default: false },
+          list: { type: 'boolean', default: false },
+        },
       });
       if (!positionals[0]) throw new ConfigError('codegrep report needs a run id: codegrep report <runId> [--data-dir runs]');
       const { reportCommand } = await import('./report');

@@ -43,7 +43,9 @@ export async function mirrorsCommand(args: string[]): Promise<number> {
   if (requests.length === 0) throw new ConfigError(`instances ${instancesPath} has no rows`);
 
   const outDir = path.resolve(values.out);
-  console.log(`codegrep mirrors: ${requests.length} instances → ${outDir} (from ${source.kind === 'mirror-dir' ? source.dir : source.template})`);
+  console.log(
+    `codegrep mirrors: ${requests.length} instances → ${outDir} (from ${source.kind === 'mirror-dir' ? source.dir : source.template})`,
+  );
   let failed = 0;
   const results = await buildMirrors(requests, {
     outDir,
@@ -60,6 +62,8 @@ export async function mirrorsCommand(args: string[]): Promise<number> {
     },
   });
   const bytes = results.reduce((n, r) => n + r.bytes, 0);
-  console.log(`codegrep mirrors: ${results.length} repositories, ${(bytes / 1024 / 1024).toFixed(1)} MiB${failed ? `, ${failed} commits failed` : ''}`);
+  console.log(
+    `codegrep mirrors: ${results.length} repositories, ${(bytes / 1024 / 1024).toFixed(1)} MiB${failed ? `, ${failed} commits failed` : ''}`,
+  );
   return failed > 0 ? 1 : 0;
 }

@@ -22,7 +22,12 @@ export class ProgressView {
       const p = stage.progress;
       const done = p?.done ?? (stage.status === 'completed' || stage.status === 'cached' ? 1 : 0);
       const total = p?.total ?? (p ? Math.max(p.done, 1) : 1);
-      const counts = p && Object.keys(p.counts).length > 0 ? Object.entries(p.counts).map(([k, v]) => `${k}=${v}`).join(' ') : '';
+      const counts =
+        p && Object.keys(p.counts).length > 0
+          ? Object.entries(p.counts)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')
+          : '';
       const status = `${stage.status}${stage.note ? ` (${stage.note})` : ''} ${counts}`.trim();
       const payload = { stage: key.padEnd(16), unit: p?.unit ?? '', status };
       if (this.multibar) {

@@ -42,7 +42,8 @@ export interface ReportOptions {
 
 export function reportCommand(options: ReportOptions): number {
   const runDir = path.join(path.resolve(options.dataDir), options.runId);
-  if (!existsSync(runDir)) throw new ConfigError(`no run ${options.runId} in ${path.resolve(options.dataDir)} (pass --data-dir where its runs are)`);
+  if (!existsSync(runDir))
+    throw new ConfigError(`no run ${options.runId} in ${path.resolve(options.dataDir)} (pass --data-dir where its runs are)`);
   const reports = findEvaluationReports(runDir);
   if (reports.length === 0) {
     console.error(`codegrep: run ${options.runId} has no evaluation report yet (run the evaluation stage, or trigger its schedule)`);
@@ -58,6 +59,8 @@ export function reportCommand(options: ReportOptions): number {
     return 0;
   }
   process.stdout.write(readFileSync(newest.markdown, 'utf8'));
-  console.log(`\n(report of ${newest.writtenAt.toISOString()}; HTML: ${newest.html}${reports.length > 1 ? `; ${reports.length - 1} older, see --list` : ''})`);
+  console.log(
+    `\n(report of ${newest.writtenAt.toISOString()}; HTML: ${newest.html}${reports.length > 1 ? `; ${reports.length - 1} older, see --list` : ''})`,
+  );
   return 0;
 }

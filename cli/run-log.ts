@@ -56,7 +56,9 @@ export async function closeRunLog(): Promise<void> {
 
 function safeJson(value: unknown): string {
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Error ? { message: v.message, stack: v.stack } : v));
+    return JSON.stringify(value, (_key, v: unknown) =>
+      typeof v === 'bigint' ? v.toString() : v instanceof Error ? { message: v.message, stack: v.stack } : v,
+    );
   } catch {
     return String(value);
   }

@@ -68,12 +68,16 @@ export async function runCommand(options: RunOptions): Promise<number> {
   if (unreachable) {
     // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
     if (!options.embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
-      console.error(`codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`);
+      console.error(
+        `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
+      );
       return 2;
     }
     console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(config.dataDir, 'temporal.db')})…`);
     const server = await startDevServer({ dataDir: config.dataDir, port: Number(address.split(':').pop()) });
-    console.log(`codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`);
+    console.log(
+      `codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`,
+    );
   }
 
   const connection = await connectClient();
@@ -84,19 +88,26 @@ export async function runCommand(options: RunOptions): Promise<number> {
   let gpuWorkerRun: Promise<void> | null = null;
   try {
     const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
-    const needGpuWorker = options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
+    const needGpuWorker =
+      options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
     // The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
     // failures' full messages go to the run's log file.
     const logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);
-    console.log(`codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`);
+    console.log(
+      `codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`,
+    );
     if (needCpuWorker) {
-      console.log(`codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`);
+      console.log(
+        `codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`,
+      );
       inProcessWorker = await createCpuWorker();
       workerRun = inProcessWorker.worker.run();
     }
 
     if (needGpuWorker) {
-      console.log(`codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`);
+      console.log(
+        `codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`,
+      );
       gpuWorker = await createGpuWorker();
       gpuWorkerRun = gpuWorker.worker.run();
     }
@@ -128,7 +139,9 @@ export async function runCommand(options: RunOptions): Promise<number> {
       // Not a stage's failure (the pipeline itself failed, was cancelled or terminated): one line, then the log.
       const message = rootMessage(error);
       appendRunLog(`pipeline ${workflowId} did not finish: ${message}`);
-      console.error(`codegrep: pipeline ${workflowId} did not finish: ${firstLine(message)}${logFile ? ` (full message in ${logFile})` : ''}`);
+      console.error(
+        `codegrep: pipeline ${workflowId} did not finish: ${firstLine(message)}${logFile ? ` (full message in ${logFile})` : ''}`,
+      );
       return 1;
     } finally {
       clearInterval(poll);
@@ -137,7 +150,9 @@ export async function runCommand(options: RunOptions): Promise<number> {
     }
     for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
     printResult(result, config.runDir, logFile);
-    console.log(`\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`);
+    console.log(
+      `\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`,
+    );
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
   } finally {
@@ -158,7 +173,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
 
 /** One line of a possibly long, multi-line message (a trainer's stderr, a stack): the terminal shows one line per failure. */
 function firstLine(message: string, max = 600): string {
-  const line = message.split('\n').find((l) => l.trim() !== '')?.trim() ?? message;
+  const line =
+    message
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? message;
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
@@ -177,7 +196,9 @@ async function drawProgress(client: Client, workflowId: string, view: ProgressVi
 
 function printResult(result: PipelineResult, runDir: string, logFile: string): void {
   const failed = result.outcomes.filter((o) => o.status !== 'completed').length;
-  console.log(`\ncodegrep: run ${result.runId} ${failed > 0 ? `finished with ${failed} stage(s) not completed` : 'finished'}. Artifacts in ${runDir}\n\nStages`);
+  console.log(
+    `\ncodegrep: run ${result.runId} ${failed > 0 ? `finished with ${failed} stage(s) not completed` : 'finished'}. Artifacts in ${runDir}\n\nStages`,
+  );
   for (const outcome of result.outcomes) {
     const dropped = outcome.stage === 'environment' ? (result.environment?.materialize.droppedSamples ?? 0) : 0;
     const note = dropped > 0 ? ` (${dropped} samples dropped: their commits could not be materialized; later stages ran on the rest)` : '';
@@ -197,7 +218,9 @@ function printResult(result: PipelineResult, runDir: string, logFile: string): v
   if (result.training) {
     const t = result.training;
     console.log(`\nTraining (GRPO, CodeGrep §3.6)${t.report.smokeRun ? ' — SMOKE RUN: a tiny random model, not a trained retriever' : ''}`);
-    console.log(`  steps ${t.step} of ${t.budget} in ${t.segments} segments${t.stoppedEarly ? ' (stopped early)' : ''}; checkpoint ${t.checkpoint ?? '—'}`);
+    console.log(
+      `  steps ${t.step} of ${t.budget} in ${t.segments} segments${t.stoppedEarly ? ' (stopped early)' : ''}; checkpoint ${t.checkpoint ?? '—'}`,
+    );
     console.log(`  report: ${t.report.html}`);
   }
   if (result.evaluation) {
@@ -214,7 +237,11 @@ function printResult(result: PipelineResult, runDir: string, logFile: string): v
   if (result.downstream) {
     console.log('\nDownstream injection (CodeGrep Table 3)');
     for (const [configuration, counts] of Object.entries(result.downstream.outcomes)) {
-      console.log(`  ${configuration.padEnd(16)} ${Object.entries(counts).map(([outcome, n]) => `${outcome} ${n}`).join(', ')}`);
+      console.log(
+        `  ${configuration.padEnd(16)} ${Object.entries(counts)
+          .map(([outcome, n]) => `${outcome} ${n}`)
+          .join(', ')}`,
+      );
     }
     console.log(`  report: ${result.downstream.reportMarkdown} / ${result.downstream.reportHtml}`);
   }

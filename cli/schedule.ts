@@ -35,7 +35,8 @@ export const DEFAULT_CATCHUP_WINDOW = '1h';
 
 export function checkScheduleName(name: string | undefined, usage: string = USAGE): string {
   if (!name) throw new ConfigError(`a schedule name is required:\n${usage}`);
-  if (!SCHEDULE_NAME.test(name)) throw new ConfigError(`schedule name "${name}": use letters, digits, ".", "_" and "-" (max 100), starting with a letter or digit`);
+  if (!SCHEDULE_NAME.test(name))
+    throw new ConfigError(`schedule name "${name}": use letters, digits, ".", "_" and "-" (max 100), starting with a letter or digit`);
   return name;
 }
 
@@ -75,7 +76,8 @@ export interface CreateScheduleOptions {
 export async function createEvaluationSchedule(client: Client, options: CreateScheduleOptions): Promise<ScheduleHandle> {
   const cron = options.cron ?? [];
   const calendars = options.calendars ?? [];
-  if (cron.length === 0 && calendars.length === 0) throw new ConfigError('a schedule needs --cron "<min hour dom month dow>" or --calendar <json>');
+  if (cron.length === 0 && calendars.length === 0)
+    throw new ConfigError('a schedule needs --cron "<min hour dom month dow>" or --calendar <json>');
   const config = options.config;
   const retrievers = config.evaluation.retrievers.map((r) => `${r.name} (${r.kind})`);
   try {
@@ -108,7 +110,8 @@ export async function createEvaluationSchedule(client: Client, options: CreateSc
       memo: { codegrep: { runId: config.runId, retrievers } },
     });
   } catch (error) {
-    if (error instanceof ScheduleAlreadyRunning) throw new ConfigError(`a schedule named "${options.name}" already exists (codegrep schedule delete ${options.name} first)`);
+    if (error instanceof ScheduleAlreadyRunning)
+      throw new ConfigError(`a schedule named "${options.name}" already exists (codegrep schedule delete ${options.name} first)`);
     throw error;
   }
 }
@@ -128,10 +131,7 @@ export async function listSchedules(client: Client): Promise<ScheduleRow[]> {
   const rows: ScheduleRow[] = [];
   for await (const summary of client.schedule.list()) {
     const spec = summary.spec;
-    const described = [
-      ...(spec?.calendars ?? []).map(calendarText),
-      ...(spec?.intervals ?? []).map((i) => `every ${String(i.every)}`),
-    ];
+    const described = [...(spec?.calendars ?? []).map(calendarText), ...(spec?.intervals ?? []).map((i) => `every ${String(i.every)}`)];
     rows.push({
       name: summary.scheduleId,
       workflowType: summary.action?.workflowType ?? null,
@@ -148,10 +148,12 @@ export async function listSchedules(client: Client): Promise<ScheduleRow[]> {
 /** A calendar as the server keeps it (cron lines become calendars) in cron order, `*` for a whole range: `0 3 * * *`. */
 function calendarText(calendar: CalendarSpecDescription): string {
   const field = (ranges: Range<number | string>[], whole: [number | string, number | string]) => {
-    if (ranges.length === 0 || (ranges.length === 1 && ranges[0]!.start === whole[0] && ranges[0]!.end === whole[1] && (ranges[0]!.step ?? 1) === 1)) return '*';
-    return ranges
-      .map((r) => `${r.start}${r.end !== r.start ? `-${r.end}` : ''}${r.step && r.step !== 1 ? `/${r.step}` : ''}`)
-      .join(',');
+    if (
+      ranges.length === 0 ||
+      (ranges.length === 1 && ranges[0]!.start === whole[0] && ranges[0]!.end === whole[1] && (ranges[0]!.step ?? 1) === 1)
+    )
+      return '*';
+    return ranges.map((r) => `${r.start}${r.end !== r.start ? `-${r.end}` : ''}${r.step && r.step !== 1 ? `/${r.step}` : ''}`).join(',');
   };
   const text = [
     field(calendar.minute, [0, 59]),
@@ -173,8 +175,10 @@ async function withHandle<T>(client: Client, name: string, act: (handle: Schedul
   }
 }
 
-export const pauseSchedule = (client: Client, name: string, note?: string) => withHandle(client, name, (h) => h.pause(note ?? 'paused with codegrep schedule pause'));
-export const unpauseSchedule = (client: Client, name: string, note?: string) => withHandle(client, name, (h) => h.unpause(note ?? 'unpaused with codegrep schedule unpause'));
+export const pauseSchedule = (client: Client, name: string, note?: string) =>
+  withHandle(client, name, (h) => h.pause(note ?? 'paused with codegrep schedule pause'));
+export const unpauseSchedule = (client: Client, name: string, note?: string) =>
+  withHandle(client, name, (h) => h.unpause(note ?? 'unpaused with codegrep schedule unpause'));
 /** Starts a run now, whether or not the schedule is paused (overlap SKIP: not while one is running). */
 export const triggerSchedule = (client: Client, name: string) => withHandle(client, name, (h) => h.trigger(ScheduleOverlapPolicy.SKIP));
 export const deleteSchedule = (client: Client, name: string) => withHandle(client, name, (h) => h.delete());
@@ -199,7 +203,6 @@ function formatRows(rows: ScheduleRow[]): string {
   return lines.join('\n');
 }
 
-
 export async function scheduleCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -215,7 +218,8 @@ export async function scheduleCommand(args: string[]): Promise<number> {
   });
   const [action, name] = positionals;
   if (!action) throw new ConfigError(`usage:\n${USAGE}`);
-  if (!['create', 'list', 'pause', 'unpause', 'trigger', 'delete'].includes(action)) throw new ConfigError(`unknown schedule action "${action}"; usage:\n${USAGE}`);
+  if (!['create', 'list', 'pause', 'unpause', 'trigger', 'delete'].includes(action))
+    throw new ConfigError(`unknown schedule action "${action}"; usage:\n${USAGE}`);
   // Everything that can be checked without the server is checked first.
   let create: CreateScheduleOptions | null = null;
   if (action === 'create') {
@@ -229,7 +233,8 @@ export async function scheduleCommand(args: string[]): Promise<number> {
       }
     });
     const cron = values.cron ?? [];
-    if (cron.length === 0 && calendars.length === 0) throw new ConfigError(`a schedule needs --cron "<min hour dom month dow>" or --calendar <json>\n${USAGE}`);
+    if (cron.length === 0 && calendars.length === 0)
+      throw new ConfigError(`a schedule needs --cron "<min hour dom month dow>" or --calendar <json>\n${USAGE}`);
     create = {
       name: scheduleName,
       config: prepareScheduledConfig(values.config, scheduleName),
@@ -244,7 +249,9 @@ export async function scheduleCommand(args: string[]): Promise<number> {
   }
   const unreachable = await probeTemporal();
   if (unreachable) {
-    console.error(`codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`);
+    console.error(
+      `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
+    );
     return 2;
   }
   const connection = await connectClient();

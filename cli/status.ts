@@ -21,7 +21,9 @@ export async function statusCommand(runId: string): Promise<number> {
       }
       throw error;
     }
-    console.log(`${workflowId}: ${description.status.name} (started ${description.startTime.toISOString()}${description.closeTime ? `, closed ${description.closeTime.toISOString()}` : ''})`);
+    console.log(
+      `${workflowId}: ${description.status.name} (started ${description.startTime.toISOString()}${description.closeTime ? `, closed ${description.closeTime.toISOString()}` : ''})`,
+    );
     const printStages = (progress: WorkflowProgress, indent: string) => {
       for (const [name, stage] of Object.entries(progress.stages)) {
         const p = stage.progress;

@@ -11,15 +11,37 @@ const environment = {
   dropped: ref('/runs/demo/environment/dropped.parquet', 3),
   samples: ref('/runs/demo/environment/samples.parquet', 13),
   materialize: {
-    commits: 16, created: 13, reused: 0, repaired: 0, failed: 3, repos: 5, medianMs: 400, bareBytes: 1, worktreeBytes: 1,
-    estimatedFullClonesBytes: 2, savedRatio: 0.5, unreachable: [why], onUnavailable: 'skip', droppedSamples: 3,
+    commits: 16,
+    created: 13,
+    reused: 0,
+    repaired: 0,
+    failed: 3,
+    repos: 5,
+    medianMs: 400,
+    bareBytes: 1,
+    worktreeBytes: 1,
+    estimatedFullClonesBytes: 2,
+    savedRatio: 0.5,
+    unreachable: [why],
+    onUnavailable: 'skip',
+    droppedSamples: 3,
     dropped: [
       { instanceId: 'django__django-1', repo: 'django/django', commit: 'a'.repeat(40), reason: why },
       { instanceId: 'django__django-2', repo: 'django/django', commit: 'b'.repeat(40), reason: why },
       { instanceId: 'django__django-3', repo: 'django/django', commit: 'c'.repeat(40), reason: why },
     ],
   },
-  groundTruth: { samples: 16, withGroundTruth: 13, withoutWorktree: 3, patchErrors: 0, preImageErrors: 0, files: 20, modules: 5, functions: 9, fromFileChanges: 0 },
+  groundTruth: {
+    samples: 16,
+    withGroundTruth: 13,
+    withoutWorktree: 3,
+    patchErrors: 0,
+    preImageErrors: 0,
+    files: 20,
+    modules: 5,
+    functions: 9,
+    fromFileChanges: 0,
+  },
 } as EnvironmentResult;
 
 describe('environment summary', () => {
@@ -35,8 +57,18 @@ describe('environment summary', () => {
 describe('final screen', () => {
   const estimate = (value: number) => ({ value, ci: { low: value / 2, high: value * 1.5 } });
   const retriever = (name: string, kind: string, f: number) => ({
-    name, kind, instances: 13, failed: 0,
-    table2: { fBetaMean: estimate(f), fBetaMedian: estimate(0), precision: estimate(f), recall: estimate(f), shareHighQuality: estimate(0), turns: null },
+    name,
+    kind,
+    instances: 13,
+    failed: 0,
+    table2: {
+      fBetaMean: estimate(f),
+      fBetaMedian: estimate(0),
+      precision: estimate(f),
+      recall: estimate(f),
+      shareHighQuality: estimate(0),
+      turns: null,
+    },
     table3: { file: { f1: estimate(f), precision: estimate(f), recall: estimate(f) }, module: null, function: null },
   });
   const result = {
@@ -50,7 +82,15 @@ describe('final screen', () => {
     environment,
     training: { report: { smokeRun: true, html: '/runs/demo/training/report/index.html' } },
     evaluation: {
-      summaryValues: { instances: 13, fileTarget: 'gold-patch', beta: 0.5, highQualityThreshold: 0.8, bootstrap: { samples: 1000, seed: 0, confidence: 0.95 }, retrievers: [retriever('bm25', 'bm25', 0.162), retriever('minilm', 'dense', 0.194)], failedRetrievers: [] },
+      summaryValues: {
+        instances: 13,
+        fileTarget: 'gold-patch',
+        beta: 0.5,
+        highQualityThreshold: 0.8,
+        bootstrap: { samples: 1000, seed: 0, confidence: 0.95 },
+        retrievers: [retriever('bm25', 'bm25', 0.162), retriever('minilm', 'dense', 0.194)],
+        failedRetrievers: [],
+      },
       report: { html: '/runs/demo/evaluation/report.html', markdown: '/runs/demo/evaluation/report.md' },
     },
   } as unknown as PipelineResult;

@@ -54,7 +54,9 @@ function droppedRows(m: EnvironmentResult['materialize']): [string, string][] {
     const key = `${d.repo}: ${d.reason}`;
     groups.set(key, [...(groups.get(key) ?? []), d.instanceId]);
   }
-  const rows: [string, string][] = [['dropped (onUnavailable: skip)', `${m.droppedSamples} samples of ${m.failed} unavailable commits; the rest go on`]];
+  const rows: [string, string][] = [
+    ['dropped (onUnavailable: skip)', `${m.droppedSamples} samples of ${m.failed} unavailable commits; the rest go on`],
+  ];
   for (const [why, ids] of groups) {
     const shortWhy = why.length > 160 ? `${why.slice(0, 157)}…` : why;
     rows.push(['', `${ids.length} × ${shortWhy}`]);
@@ -68,7 +70,10 @@ export function formatEnvironmentSummary(result: EnvironmentResult): string {
   const m = result.materialize;
   const g = result.groundTruth;
   return table([
-    ['commits', `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`],
+    [
+      'commits',
+      `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`,
+    ],
     ['median worktree ready', m.medianMs === null ? '—' : `${m.medianMs.toFixed(0)} ms`],
     ['disk', `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`],
     ...droppedRows(m),
@@ -117,7 +122,10 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
   if (evaluation) {
     const s = evaluation.summaryValues;
     const confidence = Math.round(s.bootstrap.confidence * 100);
-    lines.push('', `  Retrieval on ${s.instances} instances (${s.fileTarget} files; Fβ β = ${s.beta}; ${confidence} % bootstrap intervals, ${s.bootstrap.samples} resamples)`);
+    lines.push(
+      '',
+      `  Retrieval on ${s.instances} instances (${s.fileTarget} files; Fβ β = ${s.beta}; ${confidence} % bootstrap intervals, ${s.bootstrap.samples} resamples)`,
+    );
     const header = ['retriever', `Fβ mean`, 'Fβ median', 'precision', 'recall', `Fβ≥${s.highQualityThreshold}`, 'file F1'];
     const rows = s.retrievers.map((r) => [
       `${r.name} (${r.kind}${r.failed ? `, ${r.failed} failed` : ''})`,
@@ -135,13 +143,23 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     for (const r of context.retrievers ?? []) {
       if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
       const corpus = r.bm25Candidates === undefined ? 'every file' : `each instance's BM25 top-${r.bm25Candidates} files`;
-      const chunks = r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
-      lines.push(`  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`);
+      const chunks =
+        r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
+      lines.push(
+        `  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`,
+      );
     }
-    lines.push('', `  report     ${evaluation.report.html}`, `             ${evaluation.report.markdown}  (Table 2 / Table 3 with intervals, histograms, P–R scatter)`);
+    lines.push(
+      '',
+      `  report     ${evaluation.report.html}`,
+      `             ${evaluation.report.markdown}  (Table 2 / Table 3 with intervals, histograms, P–R scatter)`,
+    );
   }
   if (result.training) lines.push(`  training   ${result.training.report.html}`);
-  lines.push(`  Web UI     ${context.webUi}`, `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: catm/, environment/, training/, evaluation/)`);
+  lines.push(
+    `  Web UI     ${context.webUi}`,
+    `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: catm/, environment/, training/, evaluation/)`,
+  );
   const missing: string[] = [];
   if (context.judgeMode === 'none') missing.push('the LLM judge');
   if (!context.stages.includes('downstream')) missing.push('downstream injection');

@@ -41,7 +41,9 @@ export async function trainingCommand(action: string, runId: string | undefined,
   if (action === 'budget') {
     steps = Number(options.steps);
     if (options.steps === undefined || !Number.isInteger(steps) || steps < 1) {
-      throw new ConfigError(`codegrep training budget needs --steps N with N a positive integer${options.steps === undefined ? '' : `, got ${options.steps}`}`);
+      throw new ConfigError(
+        `codegrep training budget needs --steps N with N a positive integer${options.steps === undefined ? '' : `, got ${options.steps}`}`,
+      );
     }
   }
   const workflowId = runId.includes('/') ? runId : `${runId}/training`;

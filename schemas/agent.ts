@@ -134,10 +134,9 @@ export type FinishLocation = z.infer<typeof FinishLocationSchema>;
 
 /** `localization_finish` arguments as validated: unknown keys dropped, null / empty names made absent. */
 export const LocalizationFinishArgsSchema = z.object({
-  locations: z.array(
-    z.object({ file: answerPath, class_name: optionalName, function_name: optionalName }),
-    { error: 'locations must be a list of {file, class_name?, function_name?} objects' },
-  ),
+  locations: z.array(z.object({ file: answerPath, class_name: optionalName, function_name: optionalName }), {
+    error: 'locations must be a list of {file, class_name?, function_name?} objects',
+  }),
 });
 
 export const CodeScoutAnswerSchema = z.object({ locations: z.array(FinishLocationSchema) });
@@ -243,9 +242,7 @@ export const AgentPredictionRowSchema = z.object({
   answerFormat: AnswerFormatSchema,
   files: z.array(z.string()),
   lineRanges: z.array(LineRangeSchema),
-  locations: z.array(
-    z.object({ file: z.string(), class_name: z.string().nullish(), function_name: z.string().nullish() }),
-  ),
+  locations: z.array(z.object({ file: z.string(), class_name: z.string().nullish(), function_name: z.string().nullish() })),
   turns: count,
   toolCalls: count,
   finishCalls: count,

@@ -26,7 +26,10 @@ describe('column lists', () => {
       'error:Utf8:true',
     ]);
     expect((schema.fields[4]!.type as arrow.List).children[0]!.nullable).toBe(false);
-    expect([...schema.metadata]).toEqual([['schemaName', 'demo'], ['schemaVersion', '1']]);
+    expect([...schema.metadata]).toEqual([
+      ['schemaName', 'demo'],
+      ['schemaVersion', '1'],
+    ]);
   });
 
   it('derive the zod row schema, with the stricter schemas given per column', () => {

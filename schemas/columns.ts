@@ -17,7 +17,11 @@ export interface Column<Z extends z.ZodType = z.ZodType> {
   readonly zod: Z;
 }
 
-const column = <Z extends z.ZodType>(arrowType: () => arrow.DataType, zod: Z, isNullable = false): Column<Z> => ({ arrowType, zod, nullable: isNullable });
+const column = <Z extends z.ZodType>(arrowType: () => arrow.DataType, zod: Z, isNullable = false): Column<Z> => ({
+  arrowType,
+  zod,
+  nullable: isNullable,
+});
 
 export function utf8(): Column<z.ZodString>;
 export function utf8<Z extends z.ZodType<string>>(zod: Z): Column<Z>;

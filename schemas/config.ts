@@ -71,7 +71,10 @@ export const CatmConfigSchema = z.object({
   temporal: z
     .object({
       activityTimeouts: z
-        .record(z.string(), z.object({ startToCloseMs: z.number().int().positive().optional(), heartbeatMs: z.number().int().positive().optional() }))
+        .record(
+          z.string(),
+          z.object({ startToCloseMs: z.number().int().positive().optional(), heartbeatMs: z.number().int().positive().optional() }),
+        )
         .default({}),
     })
     .default({ activityTimeouts: {} }),

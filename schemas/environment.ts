@@ -42,7 +42,10 @@ export const DROPPED_SCHEMA_NAME = 'environment-dropped';
 export const DROPPED_SCHEMA_VERSION = 1;
 /** One sample the environment stage dropped: its commit could not be materialized, and why. */
 export const droppedSampleColumns = columns({ instanceId: utf8(), repo: utf8(), commit: utf8(), reason: utf8() });
-export const droppedArrowSchema = droppedSampleColumns.arrowSchema({ schemaName: DROPPED_SCHEMA_NAME, schemaVersion: String(DROPPED_SCHEMA_VERSION) });
+export const droppedArrowSchema = droppedSampleColumns.arrowSchema({
+  schemaName: DROPPED_SCHEMA_NAME,
+  schemaVersion: String(DROPPED_SCHEMA_VERSION),
+});
 export type DroppedSample = z.infer<typeof droppedSampleColumns.zod>;
 
 export const MaterializeSummarySchema = z.object({

@@ -48,7 +48,8 @@ export type InstanceRowResult =
  * `instances row 12: column base_commit: expected a full 40-hex-digit commit id (got "abc")`.
  */
 export function parseInstanceRecord(record: RowRecord, source = 'instances'): InstanceRowResult {
-  if ('error' in record) return { ok: false, ordinal: record.ordinal, field: null, message: `${source} row ${record.ordinal}: ${record.error}` };
+  if ('error' in record)
+    return { ok: false, ordinal: record.ordinal, field: null, message: `${source} row ${record.ordinal}: ${record.error}` };
   const parsed = InstanceRowSchema.safeParse(record.row);
   if (parsed.success) return { ok: true, instance: parsed.data };
   const rootIssue = parsed.error.issues.find((issue) => issue.path.length === 0);

@@ -17,9 +17,37 @@ const dir = await mkdtemp(path.join(tmpdir(), 'judge-schema-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const rows: Judgement[] = [
-  { trajectoryId: 't1', instanceId: 'django__django-1', path: 'django/db/models/query.py', verdict: 'RELEVANT', reply: 'RELEVANT', attempts: 1, model: 'glm', latencyMs: 812.5 },
-  { trajectoryId: 't1', instanceId: 'django__django-1', path: 'docs/x.py', verdict: 'DEFAULTED', reply: '', attempts: 6, model: 'glm', latencyMs: 60_000, error: 'LLM endpoint http://h/v1 failed 6 attempt(s)' },
-  { trajectoryId: 't2', instanceId: 'sympy__sympy-2', path: 'sympy/core/expr.py', verdict: 'SKIPPED', reply: '', attempts: 0, model: null, latencyMs: 0 },
+  {
+    trajectoryId: 't1',
+    instanceId: 'django__django-1',
+    path: 'django/db/models/query.py',
+    verdict: 'RELEVANT',
+    reply: 'RELEVANT',
+    attempts: 1,
+    model: 'glm',
+    latencyMs: 812.5,
+  },
+  {
+    trajectoryId: 't1',
+    instanceId: 'django__django-1',
+    path: 'docs/x.py',
+    verdict: 'DEFAULTED',
+    reply: '',
+    attempts: 6,
+    model: 'glm',
+    latencyMs: 60_000,
+    error: 'LLM endpoint http://h/v1 failed 6 attempt(s)',
+  },
+  {
+    trajectoryId: 't2',
+    instanceId: 'sympy__sympy-2',
+    path: 'sympy/core/expr.py',
+    verdict: 'SKIPPED',
+    reply: '',
+    attempts: 0,
+    model: null,
+    latencyMs: 0,
+  },
 ];
 
 describe('judgement schema', () => {
@@ -44,10 +72,24 @@ describe('judgement schema', () => {
     expect(JudgementSchema.safeParse({ ...good, verdict: 'relevant' }).success).toBe(false);
     expect(JudgementSchema.safeParse({ ...good, reply: 'x'.repeat(501) }).success).toBe(false);
     expect(JudgementSchema.safeParse({ ...good, attempts: -1 }).success).toBe(false);
-    expect(JudgeCandidateSchema.safeParse({ trajectoryId: 't', instanceId: 'i', repo: 'o/r', path: '', problemStatement: '', postReasoning: '', postReasoningTokens: 0 }).success).toBe(false);
+    expect(
+      JudgeCandidateSchema.safeParse({
+        trajectoryId: 't',
+        instanceId: 'i',
+        repo: 'o/r',
+        path: '',
+        problemStatement: '',
+        postReasoning: '',
+        postReasoningTokens: 0,
+      }).success,
+    ).toBe(false);
   });
 
   it('keeps every file except an explicit NOT_RELEVANT', () => {
-    expect(['RELEVANT', 'NOT_RELEVANT', 'DEFAULTED', 'SKIPPED'].filter((v) => keepsFile(v as Judgement['verdict']))).toEqual(['RELEVANT', 'DEFAULTED', 'SKIPPED']);
+    expect(['RELEVANT', 'NOT_RELEVANT', 'DEFAULTED', 'SKIPPED'].filter((v) => keepsFile(v as Judgement['verdict']))).toEqual([
+      'RELEVANT',
+      'DEFAULTED',
+      'SKIPPED',
+    ]);
   });
 });

@@ -68,10 +68,7 @@ export const MINED_CANDIDATES_SCHEMA_VERSION = 1;
 export const minedCandidatesArrowSchema = minedCandidateColumns.arrowSchema();
 
 /** Why a whole row was not mined. `missingOrInvalid:<column>` names the first bad column. */
-export const ROW_SKIP_REASONS = [
-  'malformedRow',
-  ...TRAJECTORY_ROW_FIELDS.map((field) => `missingOrInvalid:${field}` as const),
-] as const;
+export const ROW_SKIP_REASONS = ['malformedRow', ...TRAJECTORY_ROW_FIELDS.map((field) => `missingOrInvalid:${field}` as const)] as const;
 export type RowSkipReason = (typeof ROW_SKIP_REASONS)[number];
 
 /**

@@ -12,7 +12,14 @@ export const StoreUriSchema = z
     /^(s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?|file:\/\/\/.+)$/,
     'use s3://<bucket>/<prefix> (bucket: 3-63 characters a-z, 0-9, ".", "-") or file:///<absolute dir>',
   )
-  .refine((uri) => !uri.split('/').slice(3).some((part) => part === '.' || part === '..'), 'the prefix may not contain . or .. segments');
+  .refine(
+    (uri) =>
+      !uri
+        .split('/')
+        .slice(3)
+        .some((part) => part === '.' || part === '..'),
+    'the prefix may not contain . or .. segments',
+  );
 export type StoreUri = z.infer<typeof StoreUriSchema>;
 
 /**

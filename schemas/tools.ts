@@ -53,12 +53,7 @@ export const GlobArgsSchema = z
 
 export const ReadArgsSchema = z
   .object({
-    path: z
-      .string()
-      .min(1)
-      .max(MAX_ARG_CHARS)
-      .refine(noNul, NUL_MESSAGE)
-      .describe('File to read, relative to the repository root.'),
+    path: z.string().min(1).max(MAX_ARG_CHARS).refine(noNul, NUL_MESSAGE).describe('File to read, relative to the repository root.'),
     start_line: lineNumber.optional().describe('First line to show (1-based). Default: 1.'),
     end_line: lineNumber.optional().describe('Last line to show (1-based, inclusive). At most 200 lines are shown per call.'),
   })
@@ -132,10 +127,7 @@ export interface FunctionToolDefinition {
 }
 
 function parametersOf(name: ToolName): Record<string, unknown> {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOL_ARGS_SCHEMAS[name], { io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOL_ARGS_SCHEMAS[name], { io: 'input' }) as Record<string, unknown>;
   return parameters;
 }
 

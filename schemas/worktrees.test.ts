@@ -13,8 +13,24 @@ import {
 } from './worktrees';
 
 const rows: WorktreeResult[] = [
-  { repo: 'acme/widgets', commit: 'a'.repeat(40), path: '/w/acme__widgets/' + 'a'.repeat(40), status: 'created', ms: 12.5, bytes: 4096, error: null },
-  { repo: 'acme/widgets', commit: 'c'.repeat(40), path: '/w/acme__widgets/' + 'c'.repeat(40), status: 'reused', ms: 3.25, bytes: 4096, error: null },
+  {
+    repo: 'acme/widgets',
+    commit: 'a'.repeat(40),
+    path: '/w/acme__widgets/' + 'a'.repeat(40),
+    status: 'created',
+    ms: 12.5,
+    bytes: 4096,
+    error: null,
+  },
+  {
+    repo: 'acme/widgets',
+    commit: 'c'.repeat(40),
+    path: '/w/acme__widgets/' + 'c'.repeat(40),
+    status: 'reused',
+    ms: 3.25,
+    bytes: 4096,
+    error: null,
+  },
   { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.5, bytes: 0, error: 'no local mirror of acme/absent' },
 ];
 

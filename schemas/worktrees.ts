@@ -51,4 +51,7 @@ export type WorktreeRequest = z.infer<typeof WorktreeRequestSchema>;
 export const WORKTREES_SCHEMA_NAME = 'worktrees';
 export const WORKTREES_SCHEMA_VERSION = 1;
 
-export const worktreesArrowSchema = worktreeColumns.arrowSchema({ schemaName: WORKTREES_SCHEMA_NAME, schemaVersion: String(WORKTREES_SCHEMA_VERSION) });
+export const worktreesArrowSchema = worktreeColumns.arrowSchema({
+  schemaName: WORKTREES_SCHEMA_NAME,
+  schemaVersion: String(WORKTREES_SCHEMA_VERSION),
+});

@@ -107,17 +107,26 @@ export function resolveConnectionOptions(settings: TemporalConnectionSettings): 
     const missing = settings.certFile === undefined ? FILE_VARIABLES.certFile : FILE_VARIABLES.keyFile;
     throw new TemporalTlsFileError(settings.address, `mTLS needs both a client certificate and its key: ${missing} is not set`);
   }
-  const wantsTls = settings.serverName !== undefined || settings.caFile !== undefined || settings.certFile !== undefined || settings.apiKey !== undefined;
+  const wantsTls =
+    settings.serverName !== undefined || settings.caFile !== undefined || settings.certFile !== undefined || settings.apiKey !== undefined;
   const tlsOn = settings.tls ?? wantsTls;
   if (!tlsOn && (settings.caFile !== undefined || settings.certFile !== undefined)) {
-    throw new TemporalConnectionError(settings.address, 'CODEGREP_TEMPORAL_TLS=0 but a CA or client certificate is set: remove one or the other');
+    throw new TemporalConnectionError(
+      settings.address,
+      'CODEGREP_TEMPORAL_TLS=0 but a CA or client certificate is set: remove one or the other',
+    );
   }
   const tls = tlsOn
     ? {
         ...(settings.serverName !== undefined ? { serverNameOverride: settings.serverName } : {}),
         ...(settings.caFile !== undefined ? { serverRootCACertificate: readTlsFile(settings, 'caFile', 'CA certificate') } : {}),
         ...(settings.certFile !== undefined
-          ? { clientCertPair: { crt: readTlsFile(settings, 'certFile', 'client certificate'), key: readTlsFile(settings, 'keyFile', 'client key') } }
+          ? {
+              clientCertPair: {
+                crt: readTlsFile(settings, 'certFile', 'client certificate'),
+                key: readTlsFile(settings, 'keyFile', 'client key'),
+              },
+            }
           : {}),
       }
     : undefined;
@@ -145,12 +154,19 @@ function errorText(error: unknown): string {
 }
 
 // Matched against what grpc-js (the client) and the Rust core (the worker's NativeConnection) say.
-const SERVER_CERT_PROBLEM = /self[- ]signed certificate|UNABLE_TO_VERIFY_LEAF_SIGNATURE|unable to verify the first certificate|unable to (get|verify) (local )?(issuer )?certificate|UnknownIssuer|unknown ?issuer|certificate verify failed|NotValidForName|not valid for name|Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|invalid peer certificate|certificate has expired|CertExpired/i;
-const CREDENTIALS_REFUSED = /UNAUTHENTICATED|PERMISSION_DENIED|Unauthenticated|PermissionDenied|certificate required|CertificateRequired|bad certificate|BadCertificate|alert (number )?4[26]|tlsv13 alert certificate required|sslv3 alert bad certificate|unknown ca|UnknownCA|DecryptError|access denied|invalid api key|Request unauthorized/i;
-const UNREACHABLE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|Connection refused|ConnectionRefused|dns error|timed out|Deadline|DEADLINE_EXCEEDED|No connection established|UNAVAILABLE|transport error/i;
+const SERVER_CERT_PROBLEM =
+  /self[- ]signed certificate|UNABLE_TO_VERIFY_LEAF_SIGNATURE|unable to verify the first certificate|unable to (get|verify) (local )?(issuer )?certificate|UnknownIssuer|unknown ?issuer|certificate verify failed|NotValidForName|not valid for name|Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|invalid peer certificate|certificate has expired|CertExpired/i;
+const CREDENTIALS_REFUSED =
+  /UNAUTHENTICATED|PERMISSION_DENIED|Unauthenticated|PermissionDenied|certificate required|CertificateRequired|bad certificate|BadCertificate|alert (number )?4[26]|tlsv13 alert certificate required|sslv3 alert bad certificate|unknown ca|UnknownCA|DecryptError|access denied|invalid api key|Request unauthorized/i;
+const UNREACHABLE =
+  /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|Connection refused|ConnectionRefused|dns error|timed out|Deadline|DEADLINE_EXCEEDED|No connection established|UNAVAILABLE|transport error/i;
 
 /** Turns a failed connect into the named error that says what to fix. */
-export function explainConnectionError(error: unknown, settings: TemporalConnectionSettings, resolved: ResolvedConnectionOptions): TemporalConnectionError {
+export function explainConnectionError(
+  error: unknown,
+  settings: TemporalConnectionSettings,
+  resolved: ResolvedConnectionOptions,
+): TemporalConnectionError {
   if (error instanceof TemporalConnectionError) return error;
   const text = errorText(error);
   const how = describeSecurity(settings, resolved);
@@ -163,7 +179,12 @@ export function explainConnectionError(error: unknown, settings: TemporalConnect
     );
   }
   if (CREDENTIALS_REFUSED.test(text)) {
-    const which = settings.apiKey !== undefined ? 'CODEGREP_TEMPORAL_API_KEY' : settings.certFile ? `${FILE_VARIABLES.certFile} / ${FILE_VARIABLES.keyFile}` : 'a client certificate or API key (none is set)';
+    const which =
+      settings.apiKey !== undefined
+        ? 'CODEGREP_TEMPORAL_API_KEY'
+        : settings.certFile
+          ? `${FILE_VARIABLES.certFile} / ${FILE_VARIABLES.keyFile}`
+          : 'a client certificate or API key (none is set)';
     return new TemporalCredentialsRejectedError(
       settings.address,
       `the Temporal server at ${settings.address} refused our credentials (${how}): check ${which}. ${text}`,
@@ -177,7 +198,9 @@ export function explainConnectionError(error: unknown, settings: TemporalConnect
       { cause: error },
     );
   }
-  return new TemporalConnectionError(settings.address, `cannot connect to the Temporal server at ${settings.address} (${how}): ${text}`, { cause: error });
+  return new TemporalConnectionError(settings.address, `cannot connect to the Temporal server at ${settings.address} (${how}): ${text}`, {
+    cause: error,
+  });
 }
 
 /**
@@ -216,7 +239,11 @@ export async function tlsHandshakeProblem(resolved: ResolvedConnectionOptions, t
     let answered = false;
     socket.once('error', (error: NodeJS.ErrnoException) => {
       const what = `${error.code ? `${error.code} ` : ''}${error.message}`;
-      finish(handshakeDone && !answered && !/alert/i.test(what) ? `TLS: the server reset the connection right after the handshake (${what}): it refused our client certificate (certificate required / bad certificate)` : `TLS handshake: ${what}`);
+      finish(
+        handshakeDone && !answered && !/alert/i.test(what)
+          ? `TLS: the server reset the connection right after the handshake (${what}): it refused our client certificate (certificate required / bad certificate)`
+          : `TLS handshake: ${what}`,
+      );
     });
     socket.once('secureConnect', () => {
       handshakeDone = true;
@@ -227,15 +254,28 @@ export async function tlsHandshakeProblem(resolved: ResolvedConnectionOptions, t
     socket.on('data', () => (answered = true));
     socket.once('close', () =>
       // A server that verifies client certificates after the handshake (Node, many proxies) just hangs up.
-      finish(handshakeDone && !answered ? 'TLS: the server closed the connection right after the handshake without answering: it refused our client certificate (certificate required / bad certificate)' : null),
+      finish(
+        handshakeDone && !answered
+          ? 'TLS: the server closed the connection right after the handshake without answering: it refused our client certificate (certificate required / bad certificate)'
+          : null,
+      ),
     );
   });
 }
 
 /** explainConnectionError, first asking the TLS handshake what went wrong when the SDK's error does not say. */
-async function explainWithTlsProbe(error: unknown, settings: TemporalConnectionSettings, resolved: ResolvedConnectionOptions): Promise<TemporalConnectionError> {
+async function explainWithTlsProbe(
+  error: unknown,
+  settings: TemporalConnectionSettings,
+  resolved: ResolvedConnectionOptions,
+): Promise<TemporalConnectionError> {
   const text = errorText(error);
-  if (resolved.tls && !SERVER_CERT_PROBLEM.test(text) && !CREDENTIALS_REFUSED.test(text) && !/ECONNREFUSED|Connection refused|ConnectionRefused/.test(text)) {
+  if (
+    resolved.tls &&
+    !SERVER_CERT_PROBLEM.test(text) &&
+    !CREDENTIALS_REFUSED.test(text) &&
+    !/ECONNREFUSED|Connection refused|ConnectionRefused/.test(text)
+  ) {
     const problem = await tlsHandshakeProblem(resolved).catch(() => null);
     if (problem) return explainConnectionError(new Error(`${problem} (the SDK said: ${text})`, { cause: error }), settings, resolved);
   }
@@ -266,7 +306,11 @@ export async function connectClient(
   } catch (error) {
     await connection?.close().catch(() => undefined);
     if (/NOT_FOUND|Namespace .* is not found/i.test(errorText(error))) {
-      throw new TemporalConnectionError(settings.address, `the Temporal server at ${settings.address} has no namespace "${settings.namespace}" (CODEGREP_NAMESPACE)`, { cause: error });
+      throw new TemporalConnectionError(
+        settings.address,
+        `the Temporal server at ${settings.address} has no namespace "${settings.namespace}" (CODEGREP_NAMESPACE)`,
+        { cause: error },
+      );
     }
     throw await explainWithTlsProbe(error, settings, resolved);
   }
@@ -292,7 +336,10 @@ export async function connectWorkerConnection(overrides: Partial<TemporalConnect
  * Whether the configured server answers; the error when not (so callers can tell "start the embedded server"
  * from "fix your credentials").
  */
-export async function probeTemporal(overrides: Partial<TemporalConnectionSettings> = {}, timeoutMs = 3_000): Promise<TemporalConnectionError | null> {
+export async function probeTemporal(
+  overrides: Partial<TemporalConnectionSettings> = {},
+  timeoutMs = 3_000,
+): Promise<TemporalConnectionError | null> {
   try {
     const connection = await connectClient(overrides, { connectTimeout: timeoutMs });
     await connection.close();

@@ -44,12 +44,24 @@ export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
     (w) => `${w.summary.samplesWritten} samples`,
   );
 
-  const summaryValues = { runId: config.runId, mining: mined.summary, judge: { ...judged.counts, mode: judged.mode }, weighting: weighted.summary };
+  const summaryValues = {
+    runId: config.runId,
+    mining: mined.summary,
+    judge: { ...judged.counts, mode: judged.mode },
+    weighting: weighted.summary,
+  };
   const summary = await writeCatmSummary({
     runDir: config.runDir,
     summary: summaryValues,
     inputs: [mined.candidates, judged.judgements, weighted.labels, weighted.samples],
   });
   tracker.complete();
-  return { candidates: mined.candidates, judgements: judged.judgements, labels: weighted.labels, samples: weighted.samples, summary, summaryValues };
+  return {
+    candidates: mined.candidates,
+    judgements: judged.judgements,
+    labels: weighted.labels,
+    samples: weighted.samples,
+    summary,
+    summaryValues,
+  };
 }

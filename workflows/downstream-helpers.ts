@@ -2,7 +2,12 @@ import { ActivityCancellationType, ApplicationFailure, isCancellation, proxyActi
 import type * as activities from '../activities';
 import { rootMessage } from '../lib/errors/root-message';
 import { percent1 } from '../lib/reports/format';
-import type { DownstreamSummaryOutput, PendingRuns, PlanDownstreamOutput, RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
+import type {
+  DownstreamSummaryOutput,
+  PendingRuns,
+  PlanDownstreamOutput,
+  RunDownstreamPairOutput,
+} from '../schemas/downstream/activity-io';
 import type { DownstreamConfig } from '../schemas/downstream/config';
 import type { StageProgress } from '../schemas/progress';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
@@ -18,7 +23,8 @@ export function requireDownstreamSection(config: { downstream?: DownstreamConfig
   throw ApplicationFailure.create({
     type: 'ConfigError',
     nonRetryable: true,
-    message: 'invalid config workflow input:\n  downstream: required to run the downstream stage ({ configurations, baseline, agent, harness })',
+    message:
+      'invalid config workflow input:\n  downstream: required to run the downstream stage ({ configurations, baseline, agent, harness })',
   });
 }
 
@@ -81,7 +87,11 @@ export async function runInLanes(
 }
 
 /** The `runs` stage's progress from the lanes' counts. */
-export function runsProgress(finishedBefore: number, total: number, counts: { ran: number; resolved: number; failed: number }): StageProgress {
+export function runsProgress(
+  finishedBefore: number,
+  total: number,
+  counts: { ran: number; resolved: number; failed: number },
+): StageProgress {
   return { stage: 'runs', done: finishedBefore + counts.ran + counts.failed, total, unit: 'runs', counts: { resolved: counts.resolved } };
 }
 

@@ -4,7 +4,15 @@ import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream/activity-io';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
-import { downstreamActivities, planNote, requireDownstreamSection, resolveRates, runInLanes, runsFailed, runsProgress } from './downstream-helpers';
+import {
+  downstreamActivities,
+  planNote,
+  requireDownstreamSection,
+  resolveRates,
+  runInLanes,
+  runsFailed,
+  runsProgress,
+} from './downstream-helpers';
 import { StageTracker } from './stage-tracker';
 
 export const downstreamStages = ['plan', 'runs', 'summary'] as const;
@@ -29,7 +37,10 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const settings = requireDownstreamSection(config);
-  const { planDownstream, runDownstreamPair, summarizeDownstream } = downstreamActivities(config.temporal.activityTimeouts as TimeoutOverrides, settings);
+  const { planDownstream, runDownstreamPair, summarizeDownstream } = downstreamActivities(
+    config.temporal.activityTimeouts as TimeoutOverrides,
+    settings,
+  );
   const tracker = new StageTracker(config.runId, config.recipe, downstreamStages);
   const common = { runId: config.runId, runDir: config.runDir };
 
@@ -48,7 +59,8 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
   const runs = await runInLanes(
     planned.pending,
     settings.concurrency,
-    (configuration, instanceId) => runDownstreamPair({ ...common, plan: planned.plan, configuration, instanceId, agent, harness, checkouts, runTimeoutMs }),
+    (configuration, instanceId) =>
+      runDownstreamPair({ ...common, plan: planned.plan, configuration, instanceId, agent, harness, checkouts, runTimeoutMs }),
     (counts) => tracker.progress(runsProgress(planned.finished, planned.total, counts)),
   );
   if (runs.failures.length > 0) {

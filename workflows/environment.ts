@@ -30,7 +30,8 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const tracker = new StageTracker(config.runId, config.recipe, environmentStages);
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
-    input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
+    input.artifacts?.samples ??
+    (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
 
   const materialized = await trackedStep(
     tracker,
@@ -49,5 +50,11 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
     (t) => `${t.summary.withGroundTruth} of ${t.summary.samples} samples`,
   );
   tracker.complete();
-  return { worktrees: materialized.worktrees, dropped: materialized.dropped, samples: truth.samples, materialize: materialized.summary, groundTruth: truth.summary };
+  return {
+    worktrees: materialized.worktrees,
+    dropped: materialized.dropped,
+    samples: truth.samples,
+    materialize: materialized.summary,
+    groundTruth: truth.summary,
+  };
 }

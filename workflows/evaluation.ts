@@ -14,14 +14,21 @@ export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: Ar
 
 /** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
 function executionLabel(start: Date): string {
-  return start.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return start
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
 }
 
 /**
  * The settled shards, retriever by retriever: a retriever with a failed shard is reported with the reason and
  * left out; the others' shard refs go to the summary. A failure that is not an activity's is rethrown.
  */
-function shardsByRetriever(retrievers: readonly { name: string }[], shardCount: number, settled: readonly PromiseSettledResult<EvaluateShardOutput>[]) {
+function shardsByRetriever(
+  retrievers: readonly { name: string }[],
+  shardCount: number,
+  settled: readonly PromiseSettledResult<EvaluateShardOutput>[],
+) {
   const failedRetrievers: { name: string; reason: string }[] = [];
   const shards: { retriever: string; refs: ArtifactRef[] }[] = [];
   let cached = 0;
@@ -61,7 +68,8 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const tracker = new StageTracker(config.runId, config.recipe, evaluationStages);
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
-    input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    input.artifacts?.samples ??
+    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
   const outputLabel = evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null;
@@ -81,7 +89,14 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const jobs = plan.retrievers.flatMap((retriever) =>
     Array.from({ length: plan.shardCount }, (_, shardIndex) => async () => {
       try {
-        return await evaluateShard({ ...common, samples, evaluation: evaluationConfig, retriever, shardIndex, shardCount: plan.shardCount });
+        return await evaluateShard({
+          ...common,
+          samples,
+          evaluation: evaluationConfig,
+          retriever,
+          shardIndex,
+          shardCount: plan.shardCount,
+        });
       } finally {
         settledShards += 1;
         showProgress();

@@ -18,7 +18,12 @@ export async function validatedConfig(input: PipelineConfigInput): Promise<{ con
 }
 
 /** Runs one step of a stage's table: started, then finished as cached or completed with the note `note` makes. */
-export async function trackedStep<T>(tracker: StageTracker, step: string, run: () => Promise<T>, note?: (result: T) => string | undefined): Promise<T> {
+export async function trackedStep<T>(
+  tracker: StageTracker,
+  step: string,
+  run: () => Promise<T>,
+  note?: (result: T) => string | undefined,
+): Promise<T> {
   tracker.start(step);
   const result = await run();
   const cached = (result as { cached?: unknown }).cached === true;

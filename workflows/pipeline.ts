@@ -44,7 +44,10 @@ interface PipelineStep<K extends PipelineStage, I> {
 const step = <K extends PipelineStage, I>(row: PipelineStep<K, I>) => row;
 
 /** The environment's samples (with ground truth), for the stages that read them. */
-const withEnvironmentSamples = (config: ResolvedConfig, finished: Finished): PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } } => ({
+const withEnvironmentSamples = (
+  config: ResolvedConfig,
+  finished: Finished,
+): PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } } => ({
   ...config,
   artifacts: finished.environment ? { samples: finished.environment.samples } : undefined,
 });
@@ -53,7 +56,9 @@ const withEnvironmentSamples = (config: ResolvedConfig, finished: Finished): Pip
 function evaluationPredictions(config: ResolvedConfig, finished: Finished): Record<string, ArtifactRef> {
   const fromEvaluation = finished.evaluation?.predictions;
   return Object.fromEntries(
-    (config.downstream?.configurations ?? []).filter((c) => c.source === 'predictions' && !c.predictions && fromEvaluation).map((c) => [c.name, fromEvaluation!]),
+    (config.downstream?.configurations ?? [])
+      .filter((c) => c.source === 'predictions' && !c.predictions && fromEvaluation)
+      .map((c) => [c.name, fromEvaluation!]),
   );
 }
 
@@ -91,9 +96,19 @@ const pipelineSteps = [
 export async function pipeline(input: PipelineConfigInput): Promise<PipelineResult> {
   const { config } = await validatedConfig(input);
   const tracker = new StageTracker(config.runId, config.recipe, config.stages);
-  upsertMemo({ config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode } });
+  upsertMemo({
+    config: { runId: config.runId, recipe: config.recipe, stages: config.stages, inputs: config.inputs, judge: config.judge.mode },
+  });
 
-  const result: PipelineResult = { runId: config.runId, outcomes: [], catm: null, environment: null, training: null, evaluation: null, downstream: null };
+  const result: PipelineResult = {
+    runId: config.runId,
+    outcomes: [],
+    catm: null,
+    environment: null,
+    training: null,
+    evaluation: null,
+    downstream: null,
+  };
   const failed = new Set<string>();
   const outcome = (stage: PipelineStage, status: StageOutcome['status'], reason: string | null) => {
     if (status !== 'completed') failed.add(stage);
@@ -140,7 +155,11 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
     });
   }
   if (result.outcomes.length > 0 && result.outcomes.every((o) => o.status !== 'completed')) {
-    throw ApplicationFailure.create({ type: 'PipelineFailed', nonRetryable: true, message: `no stage completed: ${result.outcomes.map((o) => `${o.stage}: ${o.reason}`).join('; ')}` });
+    throw ApplicationFailure.create({
+      type: 'PipelineFailed',
+      nonRetryable: true,
+      message: `no stage completed: ${result.outcomes.map((o) => `${o.stage}: ${o.reason}`).join('; ')}`,
+    });
   }
   return result;
 }

@@ -1,7 +1,4 @@
-import {
-  SearchAttributeType,
-  defineSearchAttributeKey,
-} from '@temporalio/common';
+import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { StageProgress, StageState, WorkflowProgress } from '../schemas/progress';
 import { progressQuery, stageProgressSignal } from './messages';
@@ -93,12 +90,22 @@ export class StageTracker {
 
   /** Markdown for the Web UI's "Current details" panel. */
   private render(): void {
-    const lines = [`**codegrep ${this.state.workflow}** run \`${this.state.runId}\``, '', '| stage | status | progress |', '| --- | --- | --- |'];
+    const lines = [
+      `**codegrep ${this.state.workflow}** run \`${this.state.runId}\``,
+      '',
+      '| stage | status | progress |',
+      '| --- | --- | --- |',
+    ];
     for (const [name, entry] of Object.entries(this.state.stages)) {
       const p = entry.progress;
-      const counts = p && Object.keys(p.counts).length > 0
-        ? ' (' + Object.entries(p.counts).map(([k, v]) => `${k} ${v}`).join(', ') + ')'
-        : '';
+      const counts =
+        p && Object.keys(p.counts).length > 0
+          ? ' (' +
+            Object.entries(p.counts)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ') +
+            ')'
+          : '';
       const amount = p ? `${p.done}${p.total !== null ? ` / ${p.total}` : ''} ${p.unit}${counts}` : '';
       lines.push(`| ${name} | ${entry.status}${entry.note ? ` — ${entry.note}` : ''} | ${amount} |`);
     }

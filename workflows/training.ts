@@ -58,14 +58,17 @@ export type TrainingInput = PipelineConfigInput & {
  * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
-  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore } = proxyActivities<typeof activities>(activityOptions('short'));
+  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore } = proxyActivities<typeof activities>(
+    activityOptions('short'),
+  );
   const config = await validateConfig(input);
   const t = config.training;
   if (!t) {
     throw ApplicationFailure.create({
       type: 'ConfigError',
       nonRetryable: true,
-      message: 'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
+      message:
+        'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
     });
   }
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
@@ -76,13 +79,26 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
   const tracker = new StageTracker(config.runId, config.recipe, trainingStages);
-  upsertMemo({ config: { runId: config.runId, recipe: t.recipe, algorithm: effectiveAlgorithm(t), steps: t.steps, segmentSteps: t.segmentSteps, model: t.modelDir, smokeRun: t.smokeRun } });
+  upsertMemo({
+    config: {
+      runId: config.runId,
+      recipe: t.recipe,
+      algorithm: effectiveAlgorithm(t),
+      steps: t.steps,
+      segmentSteps: t.segmentSteps,
+      model: t.modelDir,
+      smokeRun: t.smokeRun,
+    },
+  });
 
   const samples =
-    input.artifacts?.samples ?? (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    input.artifacts?.samples ??
+    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   // With a run store (issue #13) the samples reach it first and the GPU segments run shared-nothing.
   const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
-  const segmentSamples = store ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: samples }) : samples;
+  const segmentSamples = store
+    ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: samples })
+    : samples;
   const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
   const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));
   setHandler(trainingStatusQuery, () => run.status());
@@ -93,11 +109,23 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
 
   const trained = await run.train((segment) =>
-    trainSegment({ runId: config.runId, runDir: config.runDir, trainingWorkflowId: workflowInfo().workflowId, samples: segmentSamples, training: t, ...(store ? { store } : {}), ...segment }),
+    trainSegment({
+      runId: config.runId,
+      runDir: config.runDir,
+      trainingWorkflowId: workflowInfo().workflowId,
+      samples: segmentSamples,
+      training: t,
+      ...(store ? { store } : {}),
+      ...segment,
+    }),
   );
   if (trained === 'continue-as-new') {
     await condition(allHandlersFinished);
-    return continueAsNew<typeof training>({ ...input, artifacts: { ...input.artifacts, samples }, carried: { ...run.state, runs: run.state.runs + 1 } });
+    return continueAsNew<typeof training>({
+      ...input,
+      artifacts: { ...input.artifacts, samples },
+      carried: { ...run.state, runs: run.state.runs + 1 },
+    });
   }
   const report = await run.report(writeTrainingReport);
   await condition(allHandlersFinished);
@@ -127,7 +155,8 @@ async function startingPoint(
     notes: [],
     runs: 0,
   };
-  if (disk.checkpointStep !== null) state.notes.push(`continued from the checkpoint at step ${disk.checkpointStep} already in the run directory`);
+  if (disk.checkpointStep !== null)
+    state.notes.push(`continued from the checkpoint at step ${disk.checkpointStep} already in the run directory`);
   return state;
 }
 
@@ -217,7 +246,8 @@ class TrainingRun {
         await condition(() => !state.paused || state.stopRequested);
         continue;
       }
-      if (workflowInfo().continueAsNewSuggested || (t.maxSegmentsPerRun !== undefined && segmentsThisRun >= t.maxSegmentsPerRun)) return 'continue-as-new';
+      if (workflowInfo().continueAsNewSuggested || (t.maxSegmentsPerRun !== undefined && segmentsThisRun >= t.maxSegmentsPerRun))
+        return 'continue-as-new';
       state.segment += 1;
       segmentsThisRun += 1;
       const target = Math.min(state.step + t.segmentSteps, state.budget);
@@ -226,7 +256,9 @@ class TrainingRun {
       this.interrupted = null;
       let result: TrainSegmentResult | null = null;
       try {
-        result = await scope.run(() => trainSegment({ segment: state.segment, fromStep: state.step, targetStep: target, totalSteps: state.budget }));
+        result = await scope.run(() =>
+          trainSegment({ segment: state.segment, fromStep: state.step, targetStep: target, totalSteps: state.budget }),
+        );
       } catch (error) {
         // Our own interruption of a segment that had not started (or confirmed it by failing) is no failure.
         if (!(this.interrupted !== null && isCancellation(error))) {
@@ -245,7 +277,9 @@ class TrainingRun {
         this.showProgress();
       }
       if (state.step > state.budget) {
-        state.notes.push(`the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`);
+        state.notes.push(
+          `the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`,
+        );
         state.budget = state.step;
       }
     }
@@ -255,7 +289,11 @@ class TrainingRun {
   /** The report of the finished run: metrics of every step, the curves, the notes. */
   async report(writeTrainingReport: typeof activities.writeTrainingReport): Promise<TrainingReportOutput> {
     const { state, t, tracker } = this;
-    tracker.finish('training', 'completed', `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`);
+    tracker.finish(
+      'training',
+      'completed',
+      `${state.step} of ${state.budget} steps${state.step < state.budget ? ' (stopped after a checkpoint)' : ''}`,
+    );
     this.phase = 'reporting';
     tracker.start('report');
     if (this.modelParameters !== null && t.smokeRun) state.notes.push(`smoke run: the model has ${this.modelParameters} parameters`);
@@ -297,7 +335,12 @@ class TrainingRun {
     const latest = state.latest;
     const counts: Record<string, number> = { segment: state.segment };
     if (state.checkpointStep !== null) counts.checkpointStep = state.checkpointStep;
-    if (latest) Object.assign(counts, { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean }, latest.kl === null ? {} : { kl: latest.kl });
+    if (latest)
+      Object.assign(
+        counts,
+        { reward: latest.rewardMean, turns: latest.turnsMean, completionTokens: latest.completionLenMean },
+        latest.kl === null ? {} : { kl: latest.kl },
+      );
     this.tracker.progress({ stage: 'training', done: state.step, total: state.budget, unit: 'steps', counts });
   }
 

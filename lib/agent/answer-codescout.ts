@@ -36,7 +36,10 @@ export function parseLocalizationFinish(rawArguments: string, worktreeRoot: stri
   try {
     value = rawArguments.trim() === '' ? {} : JSON.parse(rawArguments);
   } catch (error) {
-    return { ok: false, error: `${LOCALIZATION_FINISH_TOOL_NAME} arguments are not valid JSON: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      ok: false,
+      error: `${LOCALIZATION_FINISH_TOOL_NAME} arguments are not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
   const parsed = LocalizationFinishArgsSchema.safeParse(value);
   if (!parsed.success) {
@@ -52,6 +55,7 @@ export function parseLocalizationFinish(rawArguments: string, worktreeRoot: stri
       ...(location.function_name === undefined ? {} : { function_name: location.function_name }),
     };
   });
-  if (problems.length > 0) return { ok: false, error: `${LOCALIZATION_FINISH_TOOL_NAME} arguments do not match the schema: ${problems.join('; ')}` };
+  if (problems.length > 0)
+    return { ok: false, error: `${LOCALIZATION_FINISH_TOOL_NAME} arguments do not match the schema: ${problems.join('; ')}` };
   return { ok: true, answer: { locations } };
 }

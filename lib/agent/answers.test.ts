@@ -15,9 +15,15 @@ describe('findAnswerBlock', () => {
 
 describe('parseCodeGrepAnswer', () => {
   it('accepts the paper schema, with or without line_ranges', () => {
-    expect(parseCodeGrepAnswer('{"files": ["a/b.py"], "line_ranges": []}', ROOT)).toEqual({ ok: true, answer: { files: ['a/b.py'], lineRanges: [] } });
+    expect(parseCodeGrepAnswer('{"files": ["a/b.py"], "line_ranges": []}', ROOT)).toEqual({
+      ok: true,
+      answer: { files: ['a/b.py'], lineRanges: [] },
+    });
     expect(parseCodeGrepAnswer('{"files": ["a/b.py"]}', ROOT)).toEqual({ ok: true, answer: { files: ['a/b.py'], lineRanges: [] } });
-    expect(parseCodeGrepAnswer('{"files": [], "line_ranges": null, "confidence": 0.9}', ROOT)).toEqual({ ok: true, answer: { files: [], lineRanges: [] } });
+    expect(parseCodeGrepAnswer('{"files": [], "line_ranges": null, "confidence": 0.9}', ROOT)).toEqual({
+      ok: true,
+      answer: { files: [], lineRanges: [] },
+    });
   });
 
   it('reads the three line-range spellings into {path, start, end}', () => {
@@ -41,7 +47,10 @@ describe('parseCodeGrepAnswer', () => {
   });
 
   it('normalises paths: the worktree prefix, ./ and backslashes go', () => {
-    const body = JSON.stringify({ files: [`${ROOT}/astropy/modeling/core.py`, '.\\astropy\\io\\fits.py'], line_ranges: [`${ROOT}/x.py:1-2`] });
+    const body = JSON.stringify({
+      files: [`${ROOT}/astropy/modeling/core.py`, '.\\astropy\\io\\fits.py'],
+      line_ranges: [`${ROOT}/x.py:1-2`],
+    });
     expect(parseCodeGrepAnswer(body, ROOT)).toEqual({
       ok: true,
       answer: { files: ['astropy/modeling/core.py', 'astropy/io/fits.py'], lineRanges: [{ path: 'x.py', start: 1, end: 2 }] },
@@ -66,11 +75,17 @@ describe('parseCodeGrepAnswer', () => {
     expect(error('{"files": ["./"]}')).toMatch(/files\[0\]: "\.\/" is not a file path/);
     expect(error('{"files": ["a.py"], "line_ranges": "a.py:1-2"}')).toMatch(/line_ranges: line_ranges must be a list/);
     expect(error('{"files": ["a.py"], "line_ranges": [{"file": "a.py", "start": 0, "end": 2}]}')).toMatch(/line_ranges\[0\]/);
-    expect(error('{"files": ["a.py"], "line_ranges": [{"file": "a.py", "start": 5, "end": 2}]}')).toMatch(/line_ranges\[0\]: end must be >= start/);
+    expect(error('{"files": ["a.py"], "line_ranges": [{"file": "a.py", "start": 5, "end": 2}]}')).toMatch(
+      /line_ranges\[0\]: end must be >= start/,
+    );
     expect(error('{"files": ["a.py"], "line_ranges": ["a.py:5-2"]}')).toMatch(/line_ranges\[0\]: end must be >= start/);
-    expect(error('{"files": ["a.py"], "line_ranges": ["a.py lines 1 to 2"]}')).toMatch(/line_ranges\[0\]: a string line range must look like "path\/to\/file.py:10-20"/);
+    expect(error('{"files": ["a.py"], "line_ranges": ["a.py lines 1 to 2"]}')).toMatch(
+      /line_ranges\[0\]: a string line range must look like "path\/to\/file.py:10-20"/,
+    );
     expect(error('{"files": ["a.py"], "line_ranges": [{"start": 1, "end": 2}]}')).toMatch(/line_ranges\[0\]\.file: needs a "file"/);
-    expect(error('{"files": ["a.py"], "line_ranges": [7]}')).toMatch(/line_ranges\[0\]: a line range must be \{"file": "path", "start": n, "end": m\} or "path:n-m"/);
+    expect(error('{"files": ["a.py"], "line_ranges": [7]}')).toMatch(
+      /line_ranges\[0\]: a line range must be \{"file": "path", "start": n, "end": m\} or "path:n-m"/,
+    );
     expect(error('{files: ["a.py"]}')).toMatch(/not valid JSON/);
   });
 });

@@ -49,7 +49,9 @@ describe('createEpisode', () => {
   });
 
   it('rejects bad inputs with errors that name them', () => {
-    expect(() => episode({ worktreeRoot: path.join(fixture.root, 'missing') })).toThrow(/worktreeRoot .*missing.* is not an existing directory/);
+    expect(() => episode({ worktreeRoot: path.join(fixture.root, 'missing') })).toThrow(
+      /worktreeRoot .*missing.* is not an existing directory/,
+    );
     expect(() => episode({ limits: { maxTurns: 0 } })).toThrow(/maxTurns: maxTurns must be at least 1/);
     expect(() => episode({ instance: { ...fixture.instance, problemStatement: '  ' } })).toThrow(/problemStatement/);
     expect(() => episode({ answerFormat: 'xml' as never })).toThrow(/answerFormat must be "codegrep" or "codescout"/);
@@ -132,9 +134,12 @@ describe('step: tool calls', () => {
     const step = await ep.step({ text: '', toolCalls: [{ id: 't', name: 'terminal', arguments: '{"command": "ls astropy"}' }] });
     expect(step.observations.at(-1)).toEqual({
       role: 'user',
-      content: 'That was turn 1 of 2. Your next turn is the last one: other tools will not be run, you must answer. Call localization_finish now, exactly once.',
+      content:
+        'That was turn 1 of 2. Your next turn is the last one: other tools will not be run, you must answer. Call localization_finish now, exactly once.',
     });
-    expect((await ep.step({ text: '', toolCalls: [{ id: 'u', name: 'terminal', arguments: '{"command": "ls"}' }] })).endReason).toBe('turn_limit');
+    expect((await ep.step({ text: '', toolCalls: [{ id: 'u', name: 'terminal', arguments: '{"command": "ls"}' }] })).endReason).toBe(
+      'turn_limit',
+    );
     expect(ep.result()).toMatchObject({ turns: 2, toolCalls: 1, finishCalls: 0, answerValid: false });
   });
 
@@ -176,7 +181,9 @@ describe('step: answers', () => {
     const step = await ep.step({
       text:
         '<think>The right block of _cstack is set to 1 instead of the right matrix.</think>\n' +
-        'Final answer:\n<answer>{"files": ["astropy/modeling/separable.py", "' + absolute + '"], ' +
+        'Final answer:\n<answer>{"files": ["astropy/modeling/separable.py", "' +
+        absolute +
+        '"], ' +
         '"line_ranges": [{"file": "astropy/modeling/separable.py", "start": 16, "end": 20}, "./astropy/modeling/core.py:10-14", ' +
         '{"path": "astropy/modeling/separable.py", "start": 11, "end": 11}]}</answer>',
     });
@@ -192,13 +199,22 @@ describe('step: answers', () => {
     });
     expect(result).toMatchObject({ answerValid: true, turns: 2, toolCalls: 1, toolCallsPerTurn: [1, 0] });
     const assistant = result.trajectory.at(-1);
-    expect(assistant).toMatchObject({ role: 'assistant', reasoning_content: 'The right block of _cstack is set to 1 instead of the right matrix.' });
+    expect(assistant).toMatchObject({
+      role: 'assistant',
+      reasoning_content: 'The right block of _cstack is set to 1 instead of the right matrix.',
+    });
   });
 
   it('records an answer outside the schema as invalid, with the reason', async () => {
     const cases: Array<[string, RegExp]> = [
-      ['<answer>{"files": "astropy/modeling/separable.py"}</answer>', /does not match the schema: files: files must be a list of path strings/],
-      ['<answer>{"files": ["a.py"], "line_ranges": [{"file": "a.py", "start": 9, "end": 3}]}</answer>', /line_ranges\[0\]: end must be >= start/],
+      [
+        '<answer>{"files": "astropy/modeling/separable.py"}</answer>',
+        /does not match the schema: files: files must be a list of path strings/,
+      ],
+      [
+        '<answer>{"files": ["a.py"], "line_ranges": [{"file": "a.py", "start": 9, "end": 3}]}</answer>',
+        /line_ranges\[0\]: end must be >= start/,
+      ],
       ['<answer>files: a.py</answer>', /not valid JSON/],
       ['<answer>{"files": ["a.py"]', /no closing <\/answer>/],
     ];
@@ -222,7 +238,10 @@ describe('step: answers', () => {
       { file: 'astropy/modeling/core.py', class_name: 'CompoundModel', function_name: '__init__' },
       { file: 'astropy/modeling/models.py', class_name: '', function_name: null },
     ];
-    const step = await once.step({ text: '', toolCalls: [{ id: 'f', name: 'localization_finish', arguments: JSON.stringify({ locations }) }] });
+    const step = await once.step({
+      text: '',
+      toolCalls: [{ id: 'f', name: 'localization_finish', arguments: JSON.stringify({ locations }) }],
+    });
     expect(step).toEqual({ observations: [], done: true, endReason: 'answer' });
     expect(once.result()).toMatchObject({
       answer: {
@@ -242,13 +261,22 @@ describe('step: answers', () => {
 
     const twice = episode({ answerFormat: 'codescout' });
     const finish = { name: 'localization_finish', arguments: JSON.stringify({ locations: locations.slice(0, 1) }) };
-    const end = await twice.step({ text: '', toolCalls: [{ id: 'f1', ...finish }, { id: 'f2', ...finish }] });
+    const end = await twice.step({
+      text: '',
+      toolCalls: [
+        { id: 'f1', ...finish },
+        { id: 'f2', ...finish },
+      ],
+    });
     expect(end.endReason).toBe('invalid_answer');
     expect(twice.result()).toMatchObject({ finishCalls: 2, answerValid: false, answer: null, turns: 1, toolCalls: 0 });
     expect(twice.result().answerError).toBe('localization_finish was called 2 times; it must be called exactly once');
 
     const badSchema = episode({ answerFormat: 'codescout' });
-    await badSchema.step({ text: '', toolCalls: [{ id: 'f', name: 'localization_finish', arguments: '{"locations": [{"class_name": "A"}]}' }] });
+    await badSchema.step({
+      text: '',
+      toolCalls: [{ id: 'f', name: 'localization_finish', arguments: '{"locations": [{"class_name": "A"}]}' }],
+    });
     expect(badSchema.result().answerError).toMatch(/locations\[0\]\.file: /);
   });
 
@@ -258,7 +286,9 @@ describe('step: answers', () => {
     const grep = episode();
     const step = await grep.step({ text: '', toolCalls: [{ id: 'f', name: 'localization_finish', arguments: '{"locations": []}' }] });
     expect(step.done).toBe(false);
-    expect(toolMessages(step.observations)[0]?.content).toBe('Error: unknown tool "localization_finish"; available tools: grep, glob, read');
+    expect(toolMessages(step.observations)[0]?.content).toBe(
+      'Error: unknown tool "localization_finish"; available tools: grep, glob, read',
+    );
   });
 });
 
@@ -281,7 +311,9 @@ describe('step: completion budget and tokens', () => {
 
   it('refuses token counts that are not non-negative integers', async () => {
     const ep = episode();
-    await expect(ep.step({ text: '', usage: { promptTokens: -1, completionTokens: 2 } })).rejects.toThrow(/usage.promptTokens must be a non-negative integer/);
+    await expect(ep.step({ text: '', usage: { promptTokens: -1, completionTokens: 2 } })).rejects.toThrow(
+      /usage.promptTokens must be a non-negative integer/,
+    );
   });
 });
 
@@ -334,12 +366,19 @@ describe('step: raw Qwen3 text (no structured tool calls)', () => {
     });
 
     await ep.step({ text: '<think>done</think><answer>{"files": ["astropy/modeling/separable.py"]}</answer>' });
-    expect(ep.result()).toMatchObject({ endReason: 'answer', toolCalls: 3, toolErrors: 1, answer: { files: ['astropy/modeling/separable.py'] } });
+    expect(ep.result()).toMatchObject({
+      endReason: 'answer',
+      toolCalls: 3,
+      toolErrors: 1,
+      answer: { files: ['astropy/modeling/separable.py'] },
+    });
   });
 
   it('does not take an <answer> or <tool_call> written inside <think> for the real thing', async () => {
     const ep = episode();
-    const step = await ep.step({ text: '<think>maybe <answer>{"files": ["x.py"]}</answer> or <tool_call>{"name": "grep"}</tool_call></think>Let me decide later.' });
+    const step = await ep.step({
+      text: '<think>maybe <answer>{"files": ["x.py"]}</answer> or <tool_call>{"name": "grep"}</tool_call></think>Let me decide later.',
+    });
     expect(step.endReason).toBe('no_tool_call');
     expect(ep.result().answer).toBeNull();
   });

@@ -15,7 +15,14 @@ import {
   type ResolvedAgentLimits,
   type WireToolCall,
 } from '../../schemas/agent';
-import { CODEGREP_TOOL_NAMES, TERMINAL_TOOL_NAMES, ToolNameSchema, toolDefinitions, type ToolName, type ToolResult } from '../../schemas/tools';
+import {
+  CODEGREP_TOOL_NAMES,
+  TERMINAL_TOOL_NAMES,
+  ToolNameSchema,
+  toolDefinitions,
+  type ToolName,
+  type ToolResult,
+} from '../../schemas/tools';
 import { formatObservation, runTool, type SandboxOptions } from '../sandbox';
 import { findAnswerBlock, parseCodeGrepAnswer, type ParsedAnswer } from './answer-codegrep';
 import { localizationFinishToolDefinition, parseLocalizationFinish } from './answer-codescout';
@@ -134,7 +141,8 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   }
   const instance = instanceCheck.data;
   const format = AnswerFormatSchema.safeParse(options.answerFormat);
-  if (!format.success) throw new TypeError(`createEpisode: answerFormat must be "codegrep" or "codescout", got ${JSON.stringify(options.answerFormat)}`);
+  if (!format.success)
+    throw new TypeError(`createEpisode: answerFormat must be "codegrep" or "codescout", got ${JSON.stringify(options.answerFormat)}`);
   const answerFormat = format.data;
   const limits = resolveAgentLimits(options.limits);
   const root = path.resolve(options.worktreeRoot);
@@ -147,7 +155,8 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   if (!isDirectory) throw new Error(`createEpisode: worktreeRoot ${root} (instance ${instance.instanceId}) is not an existing directory`);
   const toolNames = [...new Set(options.tools ?? defaultTools(answerFormat))].map((name) => {
     const parsed = ToolNameSchema.safeParse(name);
-    if (!parsed.success) throw new TypeError(`createEpisode: unknown tool ${JSON.stringify(name)} (known: ${ToolNameSchema.options.join(', ')})`);
+    if (!parsed.success)
+      throw new TypeError(`createEpisode: unknown tool ${JSON.stringify(name)} (known: ${ToolNameSchema.options.join(', ')})`);
     return parsed.data;
   });
   const runner: ToolRunner = options.toolRunner ?? runTool;
@@ -241,7 +250,11 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
       const thinking = splitThinking(reply.text);
       const { content, calls } = pendingCalls(reply, thinking.rest, turn);
       const reasoning = [reply.reasoning?.trim(), thinking.reasoning].filter((r): r is string => !!r).join('\n\n');
-      const wireCalls: WireToolCall[] = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+      const wireCalls: WireToolCall[] = calls.map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      }));
       const assistant: AssistantMessage = {
         role: 'assistant',
         content,
@@ -251,8 +264,7 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
       trajectory.push(assistant);
 
       const truncated = reply.finishReason === 'length';
-      const budgetSpent =
-        truncated || (limits.maxCompletionTokens !== undefined && completionTokens >= limits.maxCompletionTokens);
+      const budgetSpent = truncated || (limits.maxCompletionTokens !== undefined && completionTokens >= limits.maxCompletionTokens);
 
       if (answerFormat === 'codegrep') {
         const block = findAnswerBlock(content);
@@ -316,7 +328,8 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   }
 
   function result(): EpisodeResult {
-    if (endReason === undefined) throw new Error(`result(): the episode of ${instance.instanceId} is not done (turn ${turns} of ${limits.maxTurns})`);
+    if (endReason === undefined)
+      throw new Error(`result(): the episode of ${instance.instanceId} is not done (turn ${turns} of ${limits.maxTurns})`);
     return {
       instanceId: instance.instanceId,
       answerFormat,

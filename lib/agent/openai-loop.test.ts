@@ -30,7 +30,12 @@ async function run(script: ReplyScript, overrides: Partial<RunAgentRetrieverOpti
   });
 }
 
-type SentMessage = { role: string; content?: unknown; tool_call_id?: string; tool_calls?: Array<{ id: string; function: { name: string } }> };
+type SentMessage = {
+  role: string;
+  content?: unknown;
+  tool_call_id?: string;
+  tool_calls?: Array<{ id: string; function: { name: string } }>;
+};
 const sent = (callIndex: number) => (server!.requests[callIndex]!.body!.messages ?? []) as SentMessage[];
 
 describe('runAgentRetriever', () => {
@@ -47,9 +52,12 @@ describe('runAgentRetriever', () => {
               ],
               { content: 'Three searches at once.', usage: { prompt_tokens: 812, completion_tokens: 64 } },
             )
-          : reply.text('<answer>{"files": ["astropy/modeling/separable.py"], "line_ranges": [{"file": "astropy/modeling/separable.py", "start": 16, "end": 20}]}</answer>', {
-              usage: { prompt_tokens: 1210, completion_tokens: 41 },
-            }),
+          : reply.text(
+              '<answer>{"files": ["astropy/modeling/separable.py"], "line_ranges": [{"file": "astropy/modeling/separable.py", "start": 16, "end": 20}]}</answer>',
+              {
+                usage: { prompt_tokens: 1210, completion_tokens: 41 },
+              },
+            ),
       { temperature: 1.0, topP: 0.9, toolRunner: runner },
     );
 
@@ -90,12 +98,25 @@ describe('runAgentRetriever', () => {
 
   it('stops at the turn limit, having sent the last-turn reminder before turn 4', async () => {
     const result = await run((_body, callIndex) =>
-      reply.toolCalls([{ name: 'grep', arguments: { pattern: `Model${callIndex}|Model` } }], { usage: { prompt_tokens: 100, completion_tokens: 10 } }),
+      reply.toolCalls([{ name: 'grep', arguments: { pattern: `Model${callIndex}|Model` } }], {
+        usage: { prompt_tokens: 100, completion_tokens: 10 },
+      }),
     );
-    expect(result).toMatchObject({ endReason: 'turn_limit', answer: null, answerValid: false, turns: 4, toolCalls: 3, promptTokens: 400, completionTokens: 40 });
+    expect(result).toMatchObject({
+      endReason: 'turn_limit',
+      answer: null,
+      answerValid: false,
+      turns: 4,
+      toolCalls: 3,
+      promptTokens: 400,
+      completionTokens: 40,
+    });
     expect(server!.requests).toHaveLength(4);
     const fourth = sent(3);
-    expect(fourth.at(-1)).toMatchObject({ role: 'user', content: expect.stringMatching(/^That was turn 3 of 4\. Your next turn is the last one/) });
+    expect(fourth.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringMatching(/^That was turn 3 of 4\. Your next turn is the last one/),
+    });
     expect(sent(2).some((m) => m.role === 'user' && String(m.content).startsWith('That was'))).toBe(false);
   });
 

@@ -89,7 +89,12 @@ export async function runAgentRetriever(options: RunAgentRetrieverOptions): Prom
     );
     const choice = completion.choices[0]!;
     const message = choice.message as typeof choice.message & { reasoning_content?: unknown; reasoning?: unknown };
-    const reasoning = typeof message.reasoning_content === 'string' ? message.reasoning_content : typeof message.reasoning === 'string' ? message.reasoning : undefined;
+    const reasoning =
+      typeof message.reasoning_content === 'string'
+        ? message.reasoning_content
+        : typeof message.reasoning === 'string'
+          ? message.reasoning
+          : undefined;
     const usage = completion.usage;
     const toolCalls = readToolCalls(message.tool_calls);
     const turnCompletionTokens = usage?.completion_tokens ?? 0;

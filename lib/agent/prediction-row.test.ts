@@ -32,7 +32,10 @@ describe('episodeToPredictionRow', () => {
     const usage = { promptTokens: 1000, completionTokens: 50 };
     const codegrep = await play('codegrep', [
       { text: '', toolCalls: [{ name: 'grep', arguments: '{"pattern": "_cstack"}' }], usage },
-      { text: '<answer>{"files": ["astropy/modeling/separable.py"], "line_ranges": ["astropy/modeling/separable.py:16-20"]}</answer>', usage },
+      {
+        text: '<answer>{"files": ["astropy/modeling/separable.py"], "line_ranges": ["astropy/modeling/separable.py:16-20"]}</answer>',
+        usage,
+      },
     ]);
     const codescout = await play('codescout', [
       {
@@ -87,7 +90,11 @@ describe('episodeToPredictionRow', () => {
     expect(locationsToSets(back[1]!.locations)).toEqual({
       files: ['astropy/modeling/separable.py', 'astropy/modeling/core.py'],
       modules: ['astropy/modeling/core.py:CompoundModel'],
-      functions: ['astropy/modeling/separable.py:_cstack', 'astropy/modeling/core.py:CompoundModel.__init__', 'astropy/modeling/separable.py:separability_matrix'],
+      functions: [
+        'astropy/modeling/separable.py:_cstack',
+        'astropy/modeling/core.py:CompoundModel.__init__',
+        'astropy/modeling/separable.py:separability_matrix',
+      ],
     });
   });
 

@@ -31,7 +31,9 @@ describe('parseToolCallBlock', () => {
   });
 
   it('passes string arguments on as sent and reads missing arguments as {}', () => {
-    expect(parseToolCallBlock('{"name": "read", "arguments": "{\\"path\\": \\"a.py\\"}"}')).toMatchObject({ arguments: '{"path": "a.py"}' });
+    expect(parseToolCallBlock('{"name": "read", "arguments": "{\\"path\\": \\"a.py\\"}"}')).toMatchObject({
+      arguments: '{"path": "a.py"}',
+    });
     expect(parseToolCallBlock('{"name": "glob"}')).toMatchObject({ kind: 'call', arguments: '{}' });
   });
 
@@ -56,12 +58,17 @@ describe('extractToolCalls', () => {
   });
 
   it('marks a block without </tool_call> malformed, ending it at the next block or the end of the text', () => {
-    const { rest, toolCalls } = extractToolCalls('<tool_call>{"name": "grep", "arguments": {}}<tool_call>{"name": "glob"}</tool_call><tool_call>{"name": "re');
+    const { rest, toolCalls } = extractToolCalls(
+      '<tool_call>{"name": "grep", "arguments": {}}<tool_call>{"name": "glob"}</tool_call><tool_call>{"name": "re',
+    );
     expect(rest).toBe('');
     expect(toolCalls).toHaveLength(3);
     expect(toolCalls[0]).toMatchObject({ kind: 'malformed', name: 'grep', error: '<tool_call> block has no closing </tool_call>' });
     expect(toolCalls[1]).toMatchObject({ kind: 'call', name: 'glob' });
-    expect(toolCalls[2]).toMatchObject({ kind: 'malformed', error: expect.stringMatching(/no closing <\/tool_call>; <tool_call> block is not valid JSON/) });
+    expect(toolCalls[2]).toMatchObject({
+      kind: 'malformed',
+      error: expect.stringMatching(/no closing <\/tool_call>; <tool_call> block is not valid JSON/),
+    });
   });
 });
 
@@ -84,6 +91,10 @@ describe('toolObservationMessage', () => {
       name: 'grep',
       content: 'a.py:1:x',
     });
-    expect(toolObservationMessage({ toolCallId: 'c', content: 'Error: x' })).toEqual({ role: 'tool', tool_call_id: 'c', content: 'Error: x' });
+    expect(toolObservationMessage({ toolCallId: 'c', content: 'Error: x' })).toEqual({
+      role: 'tool',
+      tool_call_id: 'c',
+      content: 'Error: x',
+    });
   });
 });

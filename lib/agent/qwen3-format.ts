@@ -70,7 +70,10 @@ export function splitThinking(text: string): { reasoning?: string; rest: string 
     parts.push(rest.slice(open + THINK_OPEN.length, close));
     rest = rest.slice(0, open) + rest.slice(close + THINK_CLOSE.length);
   }
-  const reasoning = parts.map((p) => p.trim()).filter((p) => p !== '').join('\n\n');
+  const reasoning = parts
+    .map((p) => p.trim())
+    .filter((p) => p !== '')
+    .join('\n\n');
   return reasoning === '' ? { rest } : { reasoning, rest };
 }
 
@@ -89,7 +92,8 @@ export function parseToolCallBlock(raw: string): Qwen3ParsedToolCall {
     const reason = error instanceof Error ? error.message : String(error);
     return { kind: 'malformed', raw, error: `<tool_call> block is not valid JSON (${reason}); expected {"name": ..., "arguments": {...}}` };
   }
-  if (!isRecord(value)) return { kind: 'malformed', raw, error: '<tool_call> block must be a JSON object {"name": ..., "arguments": {...}}' };
+  if (!isRecord(value))
+    return { kind: 'malformed', raw, error: '<tool_call> block must be a JSON object {"name": ..., "arguments": {...}}' };
   const { name, arguments: args } = value;
   if (typeof name !== 'string' || name.trim() === '') {
     return { kind: 'malformed', raw, error: '<tool_call> block has no "name" string naming the tool' };
@@ -153,4 +157,3 @@ export function toolObservationMessage(observation: { toolCallId: string; name?:
     content: observation.content,
   };
 }
-

@@ -34,9 +34,7 @@ describe('append log', () => {
   it('never interleaves concurrent appends', async () => {
     const log = await openAppendLog(dir, 'shard');
     const text = 'x'.repeat(5000);
-    await Promise.all(
-      Array.from({ length: 20 }, (_, call) => log.append(Array.from({ length: 50 }, (_, i) => ({ call, i, text })))),
-    );
+    await Promise.all(Array.from({ length: 20 }, (_, call) => log.append(Array.from({ length: 50 }, (_, i) => ({ call, i, text })))));
     await log.close();
     const { records, tornLines, malformedLines } = await readAppendLog<{ call: number; i: number }>(dir);
     expect(records).toHaveLength(1000);
@@ -98,7 +96,10 @@ describe('append log', () => {
       `const pad = 'p'.repeat(20000);`,
       `for (let n = 0; ; n++) { await log.append([{ n, pad }, { n, second: true }]); process.stdout.write(n + '\\n'); }`,
     ].join('\n');
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let acknowledged = -1;
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

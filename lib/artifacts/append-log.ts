@@ -27,7 +27,9 @@ export type AppendLog = {
  */
 export async function openAppendLog(dir: string, shardName: string): Promise<AppendLog> {
   if (!SHARD_NAME.test(shardName)) {
-    throw new TypeError(`Append log shard name ${JSON.stringify(shardName)} must be letters, digits, '.', '_' or '-' and not start with '.'`);
+    throw new TypeError(
+      `Append log shard name ${JSON.stringify(shardName)} must be letters, digits, '.', '_' or '-' and not start with '.'`,
+    );
   }
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${shardName}${SHARD_EXTENSION}`);
@@ -119,7 +121,9 @@ export async function readAppendLog<T extends object = Record<string, unknown>>(
 
 function serialize(record: object, index: number, path: string): string {
   if (record === null || typeof record !== 'object' || Array.isArray(record)) {
-    throw new TypeError(`Append log ${path}: record ${index} must be a plain object, got ${record === null ? 'null' : Array.isArray(record) ? 'an array' : typeof record}`);
+    throw new TypeError(
+      `Append log ${path}: record ${index} must be a plain object, got ${record === null ? 'null' : Array.isArray(record) ? 'an array' : typeof record}`,
+    );
   }
   return `${JSON.stringify(record)}\n`;
 }

@@ -21,7 +21,10 @@ async function writeLabels(path: string) {
   return writeParquetArtifact({
     ...expectation,
     path,
-    arrowSchema: new arrow.Schema([new arrow.Field('file', new arrow.Utf8(), false), new arrow.Field('weight', new arrow.Float64(), false)]),
+    arrowSchema: new arrow.Schema([
+      new arrow.Field('file', new arrow.Utf8(), false),
+      new arrow.Field('weight', new arrow.Float64(), false),
+    ]),
     rows: [
       { file: 'django/db/models/query.py', weight: 1.3 },
       { file: 'django/db/models/sql/compiler.py', weight: 0.4 },
@@ -78,7 +81,10 @@ describe('findCachedArtifact', () => {
     expect(await findCachedArtifact(path, expectation)).toBeNull();
     await writeFile(manifestPathFor(path), manifest);
     await rm(path);
-    expect(await checkCachedArtifact(path, expectation)).toMatchObject({ hit: false, reason: expect.stringMatching(/is missing although its manifest exists/) });
+    expect(await checkCachedArtifact(path, expectation)).toMatchObject({
+      hit: false,
+      reason: expect.stringMatching(/is missing although its manifest exists/),
+    });
   });
 
   it('works the same for JSON artifacts', async () => {

@@ -46,7 +46,8 @@ export async function checkCachedArtifact(path: string, expect: CacheExpectation
  */
 export function compareWithExpectation(manifest: ArtifactManifest, expect: CacheExpectation): string | null {
   if (manifest.schema !== expect.schemaName) return `schema is ${manifest.schema}, expected ${expect.schemaName}`;
-  if (manifest.schemaVersion !== expect.schemaVersion) return `schema version is ${manifest.schemaVersion}, expected ${expect.schemaVersion}`;
+  if (manifest.schemaVersion !== expect.schemaVersion)
+    return `schema version is ${manifest.schemaVersion}, expected ${expect.schemaVersion}`;
   if (manifest.configHash !== expect.configHash) return 'config changed';
   const had = manifest.inputs.map((input) => input.sha256);
   const want = expect.inputs.map((input) => input.sha256);

@@ -10,12 +10,6 @@ export { InputFileError } from './input-file-error';
 export { ArrowRowError } from './rows-to-arrow';
 export { sha256File } from './sha256-file';
 export { writeFileAtomically, writeBytesAtomically, type AtomicWriteResult } from './atomic-write';
-export {
-  openAppendLog,
-  readAppendLog,
-  type AppendLog,
-  type AppendLogContents,
-  type MalformedLogLine,
-} from './append-log';
+export { openAppendLog, readAppendLog, type AppendLog, type AppendLogContents, type MalformedLogLine } from './append-log';
 export { sourceRef } from './source-ref';
 export { readArtifactRows } from './artifact-rows';

@@ -40,7 +40,9 @@ describe('artifact manifest', () => {
       schema: 'file-views',
       schemaVersion: 3,
       rows: 3,
-      sha256: createHash('sha256').update(await readFile(path)).digest('hex'),
+      sha256: createHash('sha256')
+        .update(await readFile(path))
+        .digest('hex'),
       uri: path,
       inputs,
       configHash,
@@ -64,7 +66,10 @@ describe('artifact manifest', () => {
     await writeFile(manifestPathFor(path), '{"schema": "x"');
     expect(await readManifest(path)).toMatchObject({ status: 'invalid', reason: expect.stringMatching(/is not valid JSON/) });
     await writeFile(manifestPathFor(path), JSON.stringify({ schema: 'x', rows: -1 }));
-    expect(await readManifest(path)).toMatchObject({ status: 'invalid', reason: expect.stringMatching(/does not match the manifest schema: .*rows/) });
+    expect(await readManifest(path)).toMatchObject({
+      status: 'invalid',
+      reason: expect.stringMatching(/does not match the manifest schema: .*rows/),
+    });
   });
 });
 
@@ -73,7 +78,12 @@ describe('writeJsonArtifact', () => {
     const summary = { meanFBeta: 0.61, instances: 48, perRepo: { django: 14, sympy: 8 } };
     const path = join(dir, 'summaries', 'retrieval-summary.json');
     const configHash = hashConfig({ beta: 0.5 });
-    const ref = await writeJsonArtifact(path, summary, { schemaName: 'retrieval-summary', schemaVersion: 1, inputs: [fakeInputRef('preds')], configHash });
+    const ref = await writeJsonArtifact(path, summary, {
+      schemaName: 'retrieval-summary',
+      schemaVersion: 1,
+      inputs: [fakeInputRef('preds')],
+      configHash,
+    });
 
     const bytes = await readFile(path);
     expect(ref).toEqual({
@@ -85,7 +95,10 @@ describe('writeJsonArtifact', () => {
     });
     expect(await readJsonArtifact(path)).toEqual(summary);
     const manifest = await readManifest(path);
-    expect(manifest).toMatchObject({ status: 'ok', manifest: { rows: 1, inputs: [fakeInputRef('preds')], configHash, sha256: ref.sha256 } });
+    expect(manifest).toMatchObject({
+      status: 'ok',
+      manifest: { rows: 1, inputs: [fakeInputRef('preds')], configHash, sha256: ref.sha256 },
+    });
     expect((await readdir(join(dir, 'summaries'))).sort()).toEqual(['retrieval-summary.json', 'retrieval-summary.json.manifest.json']);
   });
 

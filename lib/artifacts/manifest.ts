@@ -53,9 +53,7 @@ export async function writeManifest(
 }
 
 export type ManifestReadResult =
-  | { status: 'ok'; manifest: ArtifactManifest }
-  | { status: 'missing' }
-  | { status: 'invalid'; reason: string };
+  { status: 'ok'; manifest: ArtifactManifest } | { status: 'missing' } | { status: 'invalid'; reason: string };
 
 /** Reads and validates the manifest next to `artifactPath`; a missing or unreadable manifest is reported, not thrown. */
 export async function readManifest(artifactPath: string): Promise<ManifestReadResult> {

@@ -34,7 +34,10 @@ function parseLine(line: string, ordinal: number): RowRecord {
     return { ordinal, error: `malformed JSON: ${shortReason(err)}` };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { ordinal, error: `not a JSON object: the line holds ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}` };
+    return {
+      ordinal,
+      error: `not a JSON object: the line holds ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`,
+    };
   }
   return { ordinal, row: value };
 }

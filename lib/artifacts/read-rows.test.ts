@@ -86,7 +86,10 @@ describe('readRows on JSON Lines', () => {
 describe('readRows on Parquet', () => {
   it('streams rows of every row group as plain objects with 1-based row ordinals', async () => {
     const path = join(dir, 'traj.parquet');
-    const message = new arrow.Struct([new arrow.Field('role', new arrow.Utf8(), false), new arrow.Field('content', new arrow.Utf8(), true)]);
+    const message = new arrow.Struct([
+      new arrow.Field('role', new arrow.Utf8(), false),
+      new arrow.Field('content', new arrow.Utf8(), true),
+    ]);
     const rows = Array.from({ length: 7 }, (_, i) => ({
       instance_id: `sympy__sympy-${20000 + i}`,
       resolved: BigInt(i % 2),

@@ -64,7 +64,9 @@ function assertSupportedType(type: arrow.DataType, where: string, what: string):
   ) {
     return;
   }
-  throw new TypeError(`Artifact ${what}: column ${where} has Arrow type ${String(type)}, which rows cannot be converted to (supported: ${SUPPORTED})`);
+  throw new TypeError(
+    `Artifact ${what}: column ${where} has Arrow type ${String(type)}, which rows cannot be converted to (supported: ${SUPPORTED})`,
+  );
 }
 
 function normalizeValue(field: arrow.Field, value: unknown, row: number, where: string): unknown {
@@ -92,7 +94,8 @@ function normalizeValue(field: arrow.Field, value: unknown, row: number, where: 
     return value.map((v, i) => normalizeValue(item, v, row, `${where}[${i}]`));
   }
   if (arrow.DataType.isStruct(type)) {
-    if (typeof value !== 'object' || Array.isArray(value)) throw new ArrowRowError(row, where, `expected an object, got ${describe(value)}`);
+    if (typeof value !== 'object' || Array.isArray(value))
+      throw new ArrowRowError(row, where, `expected an object, got ${describe(value)}`);
     const record = value as Record<string, unknown>;
     const names = new Set(type.children.map((c) => c.name));
     for (const key of Object.keys(record)) {

@@ -10,7 +10,10 @@ import { readRows } from './read-rows';
 import { makeTempDir } from './test-helpers';
 import { writeParquetArtifact } from './write-parquet';
 
-const viewStruct = new arrow.Struct([new arrow.Field('path', new arrow.Utf8(), false), new arrow.Field('weight', new arrow.Float64(), true)]);
+const viewStruct = new arrow.Struct([
+  new arrow.Field('path', new arrow.Utf8(), false),
+  new arrow.Field('weight', new arrow.Float64(), true),
+]);
 const schema = new arrow.Schema([
   new arrow.Field('id', new arrow.Int32(), false),
   new arrow.Field('instance_id', new arrow.Utf8(), false),
@@ -31,7 +34,13 @@ function makeRow(i: number): Record<string, unknown> {
     resolved: i % 5 === 0 ? null : i % 2 === 0,
     tokens: i * 1_000_003,
     files: i % 6 === 0 ? null : Array.from({ length: i % 3 }, (_, k) => `pkg/mod_${k}.py`),
-    views: i % 7 === 0 ? [] : [{ path: `src/f${i}.py`, weight: i * 0.25 }, { path: 'setup.py', weight: null }],
+    views:
+      i % 7 === 0
+        ? []
+        : [
+            { path: `src/f${i}.py`, weight: i * 0.25 },
+            { path: 'setup.py', weight: null },
+          ],
   };
 }
 
@@ -50,7 +59,9 @@ describe('writeParquetArtifact', () => {
 
     expect(ref).toEqual({
       uri: path,
-      sha256: createHash('sha256').update(await readFile(path)).digest('hex'),
+      sha256: createHash('sha256')
+        .update(await readFile(path))
+        .digest('hex'),
       rows: 25,
       schema: 'test-rows',
       schemaVersion: 2,
@@ -124,7 +135,9 @@ describe('writeParquetArtifact', () => {
       yield makeRow(3);
       throw new Error('judge endpoint went away');
     }
-    await expect(writeParquetArtifact({ ...provenance, path, arrowSchema: schema, rows: failing() })).rejects.toThrow('judge endpoint went away');
+    await expect(writeParquetArtifact({ ...provenance, path, arrowSchema: schema, rows: failing() })).rejects.toThrow(
+      'judge endpoint went away',
+    );
     expect(await readFile(path)).toEqual(before);
     expect(await readFile(manifestPathFor(path), 'utf8')).toBe(manifestBefore);
     expect((await readdir(dir)).sort()).toEqual(['kept.parquet', 'kept.parquet.manifest.json']);
@@ -147,7 +160,9 @@ describe('writeParquetArtifact', () => {
     await expect(write([{ ...makeRow(1), instanceId: 'x' }])).rejects.toThrow(/row 1, column instanceId: is not a column of the schema/);
     await expect(write([{ ...makeRow(1), id: 2 ** 31 }])).rejects.toThrow(/column id: 2147483648 is out of range for Int32/);
     await expect(write([{ ...makeRow(1), id: 1.5 }])).rejects.toThrow(/column id: expected an integer, got number 1.5/);
-    await expect(write([makeRow(1)], { configHash: 'not-a-hash' })).rejects.toThrow(/Invalid provenance for artifact .*bad\.parquet: configHash/);
+    await expect(write([makeRow(1)], { configHash: 'not-a-hash' })).rejects.toThrow(
+      /Invalid provenance for artifact .*bad\.parquet: configHash/,
+    );
     await expect(write([makeRow(1)], { rowGroupSize: 0 })).rejects.toThrow(/rowGroupSize must be a positive integer/);
     expect(await readdir(dir)).toEqual([]);
   });

@@ -46,10 +46,7 @@ export async function writeParquetArtifact(opts: WriteParquetOptions): Promise<A
 
   const source = batchSource(schema, opts.rows, rowGroupSize, path);
   const { sha256 } = await writeFileAtomically(path, async (write) => {
-    const properties = new pq.WriterPropertiesBuilder()
-      .setCompression(pq.Compression.ZSTD)
-      .setMaxRowGroupSize(rowGroupSize)
-      .build();
+    const properties = new pq.WriterPropertiesBuilder().setCompression(pq.Compression.ZSTD).setMaxRowGroupSize(rowGroupSize).build();
     // parquet-wasm ends its output normally when the input stream errors after the first batch (which would
     // leave a valid-looking file holding only the rows before the failure), and fails with an opaque
     // "Dyn casting error" when it errors before: either way the source's own failure is what is thrown.
@@ -121,7 +118,10 @@ function batchSource(
             sentAny = true;
             written += batch.length;
           } catch (err) {
-            const error = err instanceof Error && err.name === 'ArrowRowError' ? new Error(`writeParquetArtifact ${path}: ${err.message}`, { cause: err }) : err;
+            const error =
+              err instanceof Error && err.name === 'ArrowRowError'
+                ? new Error(`writeParquetArtifact ${path}: ${err.message}`, { cause: err })
+                : err;
             source.failure = { error };
             done = true;
             await closeQuietly(iterator);

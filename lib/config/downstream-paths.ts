@@ -12,7 +12,10 @@ export function resolveDownstreamPaths(downstream: DownstreamConfig, baseDir: st
     downstream.harness.kind === 'local' && downstream.harness.interpreter.includes('/')
       ? { ...downstream.harness, interpreter: resolve(downstream.harness.interpreter) }
       : downstream.harness;
-  const agent = downstream.agent.kind === 'openhands' && downstream.agent.cwd ? { ...downstream.agent, cwd: resolve(downstream.agent.cwd) } : downstream.agent;
+  const agent =
+    downstream.agent.kind === 'openhands' && downstream.agent.cwd
+      ? { ...downstream.agent, cwd: resolve(downstream.agent.cwd) }
+      : downstream.agent;
   return {
     ...downstream,
     ...(downstream.instancesFile ? { instancesFile: resolve(downstream.instancesFile) } : {}),

@@ -13,13 +13,16 @@ export function resolveEvaluationPaths(evaluation: EvaluationConfig, baseDir: st
   const retrievers = evaluation.retrievers.map((retriever, i) => {
     if (retriever.kind === 'predictions') {
       const file = path.resolve(baseDir, retriever.path);
-      if (!existsSync(file) || !statSync(file).isFile()) problems.push(`  evaluation.retrievers.${i}.path: predictions file ${file} (retriever "${retriever.name}") does not exist`);
+      if (!existsSync(file) || !statSync(file).isFile())
+        problems.push(`  evaluation.retrievers.${i}.path: predictions file ${file} (retriever "${retriever.name}") does not exist`);
       return { ...retriever, path: file };
     }
     if (retriever.kind === 'dense') {
       const dir = path.resolve(baseDir, retriever.modelDir);
       if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-        problems.push(`  evaluation.retrievers.${i}.modelDir: dense: model dir required, and ${dir} (retriever "${retriever.name}") is not a folder`);
+        problems.push(
+          `  evaluation.retrievers.${i}.modelDir: dense: model dir required, and ${dir} (retriever "${retriever.name}") is not a folder`,
+        );
       }
       return { ...retriever, modelDir: dir };
     }

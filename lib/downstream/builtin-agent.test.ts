@@ -29,7 +29,12 @@ async function run(script: ReplyScript, agentOptions: Partial<BuiltinAgentOption
     retry: { maxAttempts: 1, timeoutMs: 20_000 },
     ...agentOptions,
   });
-  const harness = createLocalHarness({ worktrees: fixture.worktrees, interpreter: fixture.python, testRunner: 'pytest', timeoutMs: 60_000 });
+  const harness = createLocalHarness({
+    worktrees: fixture.worktrees,
+    interpreter: fixture.python,
+    testRunner: 'pytest',
+    timeoutMs: 60_000,
+  });
   return runDownstreamInstance({ configuration, instance: fixture.instance, agent, harness, worktrees: fixture.worktrees });
 }
 
@@ -47,12 +52,23 @@ describe('built-in downstream agent', () => {
     const script: ReplyScript = (_body, call) => {
       switch (call) {
         case 0:
-          return reply.toolCalls([{ id: 'c0', name: 'terminal', arguments: { command: "rg -n 'def add' calc" } }], { content: 'Find add.', usage: usage[0] });
+          return reply.toolCalls([{ id: 'c0', name: 'terminal', arguments: { command: "rg -n 'def add' calc" } }], {
+            content: 'Find add.',
+            usage: usage[0],
+          });
         case 1:
-          return reply.toolCalls([{ id: 'c1', name: 'str_replace_editor', arguments: { command: 'view', path: 'calc/ops.py' } }], { usage: usage[1] });
+          return reply.toolCalls([{ id: 'c1', name: 'str_replace_editor', arguments: { command: 'view', path: 'calc/ops.py' } }], {
+            usage: usage[1],
+          });
         case 2:
           return reply.toolCalls(
-            [{ id: 'c2', name: 'str_replace_editor', arguments: { command: 'str_replace', path: 'calc/ops.py', old_str: '    return a - b', new_str: '    return a + b' } }],
+            [
+              {
+                id: 'c2',
+                name: 'str_replace_editor',
+                arguments: { command: 'str_replace', path: 'calc/ops.py', old_str: '    return a - b', new_str: '    return a + b' },
+              },
+            ],
             { usage: usage[2] },
           );
         default:
@@ -80,18 +96,41 @@ describe('built-in downstream agent', () => {
     // The oracle prompt reached the model; requests were temperature 0 with the three tools.
     const first = server!.requests[0]!.body!;
     expect(first.temperature).toBe(0);
-    expect((first.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(['terminal', 'str_replace_editor', 'submit']);
+    expect((first.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual([
+      'terminal',
+      'str_replace_editor',
+      'submit',
+    ]);
     expect(sent(0)[1]!.content).toContain('<candidate_files>\n- calc/ops.py\n</candidate_files>');
     // Observations went back under the calls' ids: the real rg output and the numbered file view.
-    expect(sent(1).at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'c0', content: expect.stringContaining('calc/ops.py:1:def add(a, b):') });
+    expect(sent(1).at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'c0',
+      content: expect.stringContaining('calc/ops.py:1:def add(a, b):'),
+    });
     expect(sent(2).at(-1)!.content).toContain('     2\t    return a - b');
     expect(sent(3).at(-1)!.content).toContain('has been edited');
-    expect(result.agent!.trajectory.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(result.agent!.trajectory.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
     expect(await leftoverRuns(fixture)).toEqual([]);
   });
 
   it('a run that never edits gives an empty patch, which is unresolved', async () => {
-    const result = await run(() => reply.text('I do not know how to fix this.', { usage: { prompt_tokens: 700, completion_tokens: 9 } }), {}, { name: 'baseline', source: 'none' });
+    const result = await run(
+      () => reply.text('I do not know how to fix this.', { usage: { prompt_tokens: 700, completion_tokens: 9 } }),
+      {},
+      { name: 'baseline', source: 'none' },
+    );
     expect(result.row).toEqual({
       configuration: 'baseline',
       instanceId: 'acme__calc-1',
@@ -112,8 +151,12 @@ describe('built-in downstream agent', () => {
   it('stops at the round limit and collects new files into the patch', async () => {
     const script: ReplyScript = (_body, call) =>
       call === 0
-        ? reply.toolCalls([{ name: 'str_replace_editor', arguments: { command: 'create', path: 'calc/extra.py', file_text: 'X = 1\n' } }], { usage: { prompt_tokens: 10, completion_tokens: 1 } })
-        : reply.toolCalls([{ name: 'terminal', arguments: { command: 'ls calc' } }], { usage: { prompt_tokens: 20, completion_tokens: 2 } });
+        ? reply.toolCalls([{ name: 'str_replace_editor', arguments: { command: 'create', path: 'calc/extra.py', file_text: 'X = 1\n' } }], {
+            usage: { prompt_tokens: 10, completion_tokens: 1 },
+          })
+        : reply.toolCalls([{ name: 'terminal', arguments: { command: 'ls calc' } }], {
+            usage: { prompt_tokens: 20, completion_tokens: 2 },
+          });
     const result = await run(script, { maxRounds: 3 });
     expect(result.row).toMatchObject({ rounds: 3, inputTokens: 50, outputTokens: 5, endReason: 'round_limit', outcome: 'unresolved' });
     expect(result.agent!.patch).toContain('diff --git a/calc/extra.py b/calc/extra.py\nnew file mode 100644');
@@ -129,7 +172,9 @@ describe('built-in downstream agent', () => {
     const overflow = await run((_b, call) =>
       call === 0
         ? reply.toolCalls([{ name: 'terminal', arguments: { command: 'ls' } }], { usage: { prompt_tokens: 5, completion_tokens: 1 } })
-        : reply.error(400, { body: { error: { message: "This model's maximum context length is 32768 tokens", type: 'invalid_request_error' } } }),
+        : reply.error(400, {
+            body: { error: { message: "This model's maximum context length is 32768 tokens", type: 'invalid_request_error' } },
+          }),
     );
     expect(overflow.row).toMatchObject({ rounds: 1, inputTokens: 5, outputTokens: 1, endReason: 'context_limit' });
   });

@@ -46,8 +46,7 @@ function readToolCalls(raw: unknown): WireToolCall[] {
     type: 'function' as const,
     function: {
       name: typeof call?.function?.name === 'string' ? call.function.name : '',
-      arguments:
-        typeof call?.function?.arguments === 'string' ? call.function.arguments : JSON.stringify(call?.function?.arguments ?? {}),
+      arguments: typeof call?.function?.arguments === 'string' ? call.function.arguments : JSON.stringify(call?.function?.arguments ?? {}),
     },
   }));
 }
@@ -79,7 +78,12 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
       } else if (name === EDITOR_TOOL_NAME) {
         content = formatObservation(await runEditor(ctx.workdir, call.function.arguments));
       } else if (name === 'terminal') {
-        content = formatObservation(await runTool(ctx.workdir, 'terminal', call.function.arguments, { ...options.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
+        content = formatObservation(
+          await runTool(ctx.workdir, 'terminal', call.function.arguments, {
+            ...options.sandbox,
+            ...(ctx.signal ? { signal: ctx.signal } : {}),
+          }),
+        );
       } else {
         content = `Error: unknown tool ${JSON.stringify(name)}; available tools: terminal, ${EDITOR_TOOL_NAME}, ${SUBMIT_TOOL_NAME}`;
       }

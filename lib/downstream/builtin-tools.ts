@@ -29,7 +29,13 @@ export interface FunctionTool {
 export function builtinAgentTools(): FunctionTool[] {
   return [
     ...(toolDefinitions(['terminal']) as FunctionTool[]),
-    { type: 'function', function: { name: EDITOR_TOOL_NAME, description: EDITOR_TOOL_DESCRIPTION, parameters: parametersOf(EditorArgsSchema) } },
-    { type: 'function', function: { name: SUBMIT_TOOL_NAME, description: SUBMIT_TOOL_DESCRIPTION, parameters: parametersOf(SubmitArgsSchema) } },
+    {
+      type: 'function',
+      function: { name: EDITOR_TOOL_NAME, description: EDITOR_TOOL_DESCRIPTION, parameters: parametersOf(EditorArgsSchema) },
+    },
+    {
+      type: 'function',
+      function: { name: SUBMIT_TOOL_NAME, description: SUBMIT_TOOL_DESCRIPTION, parameters: parametersOf(SubmitArgsSchema) },
+    },
   ];
 }

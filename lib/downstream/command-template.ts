@@ -71,7 +71,10 @@ function parseArgument(arg: string, allowed: ReadonlySet<string>, template: stri
       i++;
     } else if (ch === '{') {
       const end = arg.indexOf('}', i);
-      if (end === -1) throw new CommandTemplateError(`command template ${JSON.stringify(template)}: "{" without "}" in argument ${JSON.stringify(arg)} (write {{ for a literal brace)`);
+      if (end === -1)
+        throw new CommandTemplateError(
+          `command template ${JSON.stringify(template)}: "{" without "}" in argument ${JSON.stringify(arg)} (write {{ for a literal brace)`,
+        );
       const name = arg.slice(i + 1, end);
       if (!allowed.has(name)) {
         throw new CommandTemplateError(
@@ -83,7 +86,9 @@ function parseArgument(arg: string, allowed: ReadonlySet<string>, template: stri
       pieces.push({ placeholder: name });
       i = end;
     } else if (ch === '}') {
-      throw new CommandTemplateError(`command template ${JSON.stringify(template)}: "}" without "{" in argument ${JSON.stringify(arg)} (write }} for a literal brace)`);
+      throw new CommandTemplateError(
+        `command template ${JSON.stringify(template)}: "}" without "{" in argument ${JSON.stringify(arg)} (write }} for a literal brace)`,
+      );
     } else {
       literal += ch;
     }

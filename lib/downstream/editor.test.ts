@@ -42,18 +42,37 @@ describe('str_replace_editor: view', () => {
       "Here's the result of running `cat -n` on pkg/mod.py (lines 2-3):\n     2\tb = 2\n     3\ta = 1\n",
     );
     expect((await edit({ command: 'view', path: 'pkg/mod.py', view_range: [3, -1] })).output).toContain('     3\ta = 1\n     4\tc = 3\n');
-    expect(await edit({ command: 'view', path: 'pkg/mod.py', view_range: [0, 2] })).toMatchObject({ status: 'error', message: expect.stringMatching(/first line must be between 1 and 4/) });
-    expect(await edit({ command: 'view', path: 'pkg/mod.py', view_range: [3, 9] })).toMatchObject({ status: 'error', message: expect.stringMatching(/last line must be -1 or between 3 and 4/) });
+    expect(await edit({ command: 'view', path: 'pkg/mod.py', view_range: [0, 2] })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/first line must be between 1 and 4/),
+    });
+    expect(await edit({ command: 'view', path: 'pkg/mod.py', view_range: [3, 9] })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/last line must be -1 or between 3 and 4/),
+    });
   });
 
   it('lists a directory two levels deep without hidden entries and without following links', async () => {
     const result = await edit({ command: 'view', path: '.' });
     expect(result.status).toBe('ok');
     const listed = result.output.split('\n').slice(1).filter(Boolean);
-    expect(listed).toEqual(['blob.bin', 'dangling.txt', 'inner-link.py', 'noeol.txt', 'out-dir', 'out-file.txt', 'pkg/', 'pkg/mod.py', 'pkg/sub/']);
+    expect(listed).toEqual([
+      'blob.bin',
+      'dangling.txt',
+      'inner-link.py',
+      'noeol.txt',
+      'out-dir',
+      'out-file.txt',
+      'pkg/',
+      'pkg/mod.py',
+      'pkg/sub/',
+    ]);
     expect(result.output).not.toContain('.hidden');
     expect(result.output).not.toContain('secret');
-    expect(await edit({ command: 'view', path: 'pkg', view_range: [1, 2] })).toMatchObject({ status: 'error', message: expect.stringMatching(/only allowed when path is a file/) });
+    expect(await edit({ command: 'view', path: 'pkg', view_range: [1, 2] })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/only allowed when path is a file/),
+    });
   });
 
   it('clips long output with a note', async () => {
@@ -81,8 +100,14 @@ describe('str_replace_editor: edits', () => {
       status: 'error',
       message: 'No replacement was performed, old_str `z = 0` did not appear verbatim in pkg/mod.py.',
     });
-    expect(await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'c = 3', new_str: 'c = 3' })).toMatchObject({ status: 'error', message: expect.stringMatching(/must be different/) });
-    expect(await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: '' })).toMatchObject({ status: 'error', message: expect.stringMatching(/non-empty old_str/) });
+    expect(await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'c = 3', new_str: 'c = 3' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/must be different/),
+    });
+    expect(await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: '' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/non-empty old_str/),
+    });
     // new_str left out deletes old_str.
     await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'c = 3\n' });
     expect(await read('pkg/mod.py')).toBe('a = 1\nb = 20\na = 1\n');
@@ -102,25 +127,46 @@ describe('str_replace_editor: edits', () => {
     expect(await read('pkg/mod.py')).toBe('# top\na = 1\nx = 0\ny = 0\nb = 2\na = 1\nc = 3\n# end\n');
     await edit({ command: 'insert', path: 'noeol.txt', insert_line: 1, new_str: 'middle' });
     expect(await read('noeol.txt')).toBe('one\nmiddle\ntwo');
-    expect(await edit({ command: 'insert', path: 'pkg/mod.py', insert_line: 99, new_str: 'x' })).toMatchObject({ status: 'error', message: expect.stringMatching(/between 0 and 8/) });
-    expect(await edit({ command: 'insert', path: 'pkg/mod.py', new_str: 'x' })).toMatchObject({ status: 'error', message: expect.stringMatching(/needs insert_line/) });
+    expect(await edit({ command: 'insert', path: 'pkg/mod.py', insert_line: 99, new_str: 'x' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/between 0 and 8/),
+    });
+    expect(await edit({ command: 'insert', path: 'pkg/mod.py', new_str: 'x' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/needs insert_line/),
+    });
   });
 
   it('create makes new files (and parent directories) but never overwrites', async () => {
-    expect(await edit({ command: 'create', path: 'pkg/new/module.py', file_text: 'NEW = 1\n' })).toEqual({ status: 'ok', output: 'File created successfully at: pkg/new/module.py' });
+    expect(await edit({ command: 'create', path: 'pkg/new/module.py', file_text: 'NEW = 1\n' })).toEqual({
+      status: 'ok',
+      output: 'File created successfully at: pkg/new/module.py',
+    });
     expect(await read('pkg/new/module.py')).toBe('NEW = 1\n');
-    expect(await edit({ command: 'create', path: 'pkg/mod.py', file_text: 'gone' })).toMatchObject({ status: 'error', message: expect.stringMatching(/File already exists at: pkg\/mod.py/) });
+    expect(await edit({ command: 'create', path: 'pkg/mod.py', file_text: 'gone' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/File already exists at: pkg\/mod.py/),
+    });
     expect(await read('pkg/mod.py')).toBe('a = 1\nb = 2\na = 1\nc = 3\n');
     // An absolute path inside the root is fine.
     expect((await edit({ command: 'create', path: path.join(root, 'abs.py'), file_text: '' })).status).toBe('ok');
-    expect(await edit({ command: 'create', path: 'x.py' })).toMatchObject({ status: 'error', message: expect.stringMatching(/needs file_text/) });
+    expect(await edit({ command: 'create', path: 'x.py' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/needs file_text/),
+    });
   });
 
   it('refuses binary files and bad arguments', async () => {
     expect(await edit({ command: 'view', path: 'blob.bin' })).toMatchObject({ status: 'error', message: expect.stringMatching(/binary/) });
     expect(await edit({ command: 'str_replace', path: 'blob.bin', old_str: 'a', new_str: 'c' })).toMatchObject({ status: 'error' });
-    expect(await edit({ command: 'delete', path: 'pkg/mod.py' })).toMatchObject({ status: 'error', message: expect.stringMatching(/invalid arguments.*command/) });
-    expect(await runEditor(root, '{"command": "view",')).toMatchObject({ status: 'error', message: expect.stringMatching(/not valid JSON/) });
+    expect(await edit({ command: 'delete', path: 'pkg/mod.py' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/invalid arguments.*command/),
+    });
+    expect(await runEditor(root, '{"command": "view",')).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/not valid JSON/),
+    });
     expect(await edit({ command: 'view', path: 'pkg/mod.py', view_range: null })).toMatchObject({ status: 'ok' });
   });
 });
@@ -164,7 +210,10 @@ describe('str_replace_editor: path attacks', () => {
   });
 
   it('refuses .git', async () => {
-    expect(await edit({ command: 'view', path: '.git' })).toMatchObject({ status: 'error', message: expect.stringMatching(/inside \.git/) });
+    expect(await edit({ command: 'view', path: '.git' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/inside \.git/),
+    });
     expect(await edit({ command: 'str_replace', path: '.git', old_str: 'elsewhere', new_str: 'x' })).toMatchObject({ status: 'error' });
     expect(await edit({ command: 'create', path: '.git/hooks/pre-commit', file_text: 'x' })).toMatchObject({ status: 'error' });
     expect(await read('.git')).toBe('gitdir: /elsewhere\n');

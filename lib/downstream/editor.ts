@@ -58,12 +58,9 @@ function joinLines(lines: readonly string[], trailingNewline: boolean): string {
   return lines.length === 0 ? '' : lines.join('\n') + (trailingNewline ? '\n' : '');
 }
 
-const GIT_REFUSAL = (userPath: string) =>
-  `path ${JSON.stringify(userPath)} is inside .git; refused (git's control data is never edited)`;
+const GIT_REFUSAL = (userPath: string) => `path ${JSON.stringify(userPath)} is inside .git; refused (git's control data is never edited)`;
 
-type WriteTarget =
-  | { ok: true; root: string; absolute: string; relative: string; exists: boolean }
-  | { ok: false; result: ToolResult };
+type WriteTarget = { ok: true; root: string; absolute: string; relative: string; exists: boolean } | { ok: false; result: ToolResult };
 
 /**
  * Where a write to `userPath` would land, checked component by component before anything is written:
@@ -88,7 +85,10 @@ async function guardWritePath(rootPath: string, userPath: string, mustExist: boo
     const givenRoot = path.resolve(rootPath);
     if (isInside(root.root, normalized)) lexical = normalized;
     else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
-    else return refuse(`path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
+    else
+      return refuse(
+        `path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`,
+      );
   } else {
     lexical = path.resolve(root.root, userPath);
     if (!isInside(root.root, lexical)) return refuse(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
@@ -137,13 +137,18 @@ async function loadTextFile(root: string, userPath: string, forWriting: boolean)
   if (!guarded.ok) return { ok: false, result: errorResult(guarded.message) };
   if (hasGitComponent(guarded.relative)) return { ok: false, result: errorResult(GIT_REFUSAL(userPath)) };
   if (guarded.kind === 'directory') {
-    return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a directory${forWriting ? '; only files can be edited' : ''}`) };
+    return {
+      ok: false,
+      result: errorResult(`${displayPath(guarded.relative)} is a directory${forWriting ? '; only files can be edited' : ''}`),
+    };
   }
   if (guarded.kind !== 'file') return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is not a regular file`) };
   if (guarded.size > EDITOR_LIMITS.maxFileBytes) {
     return {
       ok: false,
-      result: errorResult(`${displayPath(guarded.relative)} is ${guarded.size} bytes, over the editor's ${EDITOR_LIMITS.maxFileBytes}-byte limit; use the terminal tool (sed -n 'N,Mp') to read parts of it`),
+      result: errorResult(
+        `${displayPath(guarded.relative)} is ${guarded.size} bytes, over the editor's ${EDITOR_LIMITS.maxFileBytes}-byte limit; use the terminal tool (sed -n 'N,Mp') to read parts of it`,
+      ),
     };
   }
   let bytes: Buffer;
@@ -156,12 +161,19 @@ async function loadTextFile(root: string, userPath: string, forWriting: boolean)
       await handle.close();
     }
   } catch (error) {
-    return { ok: false, result: errorResult(`cannot read ${displayPath(guarded.relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`) };
+    return {
+      ok: false,
+      result: errorResult(`cannot read ${displayPath(guarded.relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`),
+    };
   }
-  if (bytes.includes(0)) return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a binary file; not shown or edited`) };
+  if (bytes.includes(0))
+    return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a binary file; not shown or edited`) };
   const text = bytes.toString('utf8');
   if (forWriting && !Buffer.from(text, 'utf8').equals(bytes)) {
-    return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is not valid UTF-8; it is not edited (rewriting it would corrupt it)`) };
+    return {
+      ok: false,
+      result: errorResult(`${displayPath(guarded.relative)} is not valid UTF-8; it is not edited (rewriting it would corrupt it)`),
+    };
   }
   return { ok: true, absolute: guarded.absolute, relative: guarded.relative, text };
 }
@@ -202,13 +214,17 @@ async function view(root: string, args: EditorArgs): Promise<ToolResult> {
   }
   const [start, end] = args.view_range as [number, number];
   if (start < 1 || start > Math.max(1, lines.length)) {
-    return errorResult(`invalid view_range [${start}, ${end}]: the first line must be between 1 and ${lines.length} (the file's line count)`);
+    return errorResult(
+      `invalid view_range [${start}, ${end}]: the first line must be between 1 and ${lines.length} (the file's line count)`,
+    );
   }
   if (end !== -1 && (end < start || end > lines.length)) {
     return errorResult(`invalid view_range [${start}, ${end}]: the last line must be -1 or between ${start} and ${lines.length}`);
   }
   const last = end === -1 ? lines.length : end;
-  return clip(`Here's the result of running \`cat -n\` on ${shown} (lines ${start}-${last}):\n${numbered(lines.slice(start - 1, last), start)}\n`);
+  return clip(
+    `Here's the result of running \`cat -n\` on ${shown} (lines ${start}-${last}):\n${numbered(lines.slice(start - 1, last), start)}\n`,
+  );
 }
 
 async function viewDirectory(absolute: string, relative: string): Promise<ToolResult> {
@@ -282,10 +298,13 @@ async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
   if (!loaded.ok) return loaded.result;
   const shown = displayPath(loaded.relative);
   const found = findOccurrences(loaded.text, oldStr);
-  if (found.count === 0) return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
+  if (found.count === 0)
+    return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
   if (found.count > 1) {
     const more = found.count > found.lines.length ? `, … (${found.count} occurrences in all)` : '';
-    return errorResult(`No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`);
+    return errorResult(
+      `No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`,
+    );
   }
   const at = found.firstAt;
   const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
@@ -297,7 +316,9 @@ async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
   const firstLine = found.lines[0]!;
   const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
   const { lines } = splitLines(updated);
-  return clip(`The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`);
+  return clip(
+    `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`,
+  );
 }
 
 async function insert(root: string, args: EditorArgs): Promise<ToolResult> {
@@ -354,7 +375,8 @@ export async function runEditor(root: string, rawArgs: unknown): Promise<ToolRes
       return errorResult(`arguments for str_replace_editor are not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) return errorResult('arguments for str_replace_editor must be a JSON object');
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    return errorResult('arguments for str_replace_editor must be a JSON object');
   const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
   const parsed = EditorArgsSchema.safeParse(withoutNulls);
   if (!parsed.success) {

@@ -20,7 +20,10 @@ export const downstreamPaths = (runDir: string) => {
 
 /** A configuration or instance name as one path segment: readable, and distinct names never collide. */
 export function fileSafe(name: string): string {
-  const clean = name.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[-.]+/, '').slice(0, 80);
+  const clean = name
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^[-.]+/, '')
+    .slice(0, 80);
   if (clean === name) return clean;
   return `${clean || 'x'}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }

@@ -85,7 +85,10 @@ describe('local harness (pytest)', () => {
 
   it('says error for an instance without tests, and for a checkout that cannot be made', async () => {
     const noTests = makeInstance({ ...fixture.instance, FAIL_TO_PASS: [], PASS_TO_PASS: [] });
-    expect(await harness().evaluate(noTests, fixture.goldPatch)).toMatchObject({ outcome: 'error', log: expect.stringMatching(/no FAIL_TO_PASS or PASS_TO_PASS/) });
+    expect(await harness().evaluate(noTests, fixture.goldPatch)).toMatchObject({
+      outcome: 'error',
+      log: expect.stringMatching(/no FAIL_TO_PASS or PASS_TO_PASS/),
+    });
     const unknownCommit = makeInstance({ ...fixture.instance, base_commit: 'f'.repeat(40) });
     const result = await harness().evaluate(unknownCommit, fixture.goldPatch);
     expect(result.outcome).toBe('error');
@@ -136,7 +139,12 @@ describe('local harness (pytest)', () => {
     ]);
     expect(caught.passToPass).toEqual([{ test: 'tests/test_ops.py::test_mul', passed: true }]);
 
-    const conflicting = makeInstance({ ...withTestPatch, test_patch: fixture.testPatch.replace('def test_add_zero', 'def test_add_zero_renamed').replace(' def test_mul():', ' def test_mul_gone():') });
+    const conflicting = makeInstance({
+      ...withTestPatch,
+      test_patch: fixture.testPatch
+        .replace('def test_add_zero', 'def test_add_zero_renamed')
+        .replace(' def test_mul():', ' def test_mul_gone():'),
+    });
     const broken = await harness().evaluate(conflicting, fixture.goldPatch);
     expect(broken.outcome).toBe('error');
     expect(broken.log).toMatch(/test_patch does not apply/);
@@ -151,7 +159,9 @@ describe('local harness (pytest)', () => {
       failToPass: [{ test: 'tests/test_ops.py::test_add', passed: false }],
       passToPass: [{ test: 'tests/test_ops.py::test_mul', passed: true }],
     });
-    expect(result.log).toContain(JSON.stringify([fixture.python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests/test_ops.py::test_add']));
+    expect(result.log).toContain(
+      JSON.stringify([fixture.python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests/test_ops.py::test_add']),
+    );
   });
 
   it('refuses bad configuration up front', () => {

@@ -72,13 +72,15 @@ function testEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
 
 function interpreterMissing(result: ProcessResult, interpreter: string): string | null {
   if (!result.spawnError) return null;
-  if (result.spawnError.code === 'ENOENT') return `interpreter ${JSON.stringify(interpreter)} not found (not on PATH and not an existing file)`;
+  if (result.spawnError.code === 'ENOENT')
+    return `interpreter ${JSON.stringify(interpreter)} not found (not on PATH and not an existing file)`;
   if (result.spawnError.code === 'EACCES') return `interpreter ${JSON.stringify(interpreter)} is not executable`;
   return `could not start interpreter ${JSON.stringify(interpreter)}: ${result.spawnError.message}`;
 }
 
 export function createLocalHarness(options: LocalHarnessOptions): Harness {
-  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) throw new RangeError(`local harness: timeoutMs must be positive, got ${options.timeoutMs}`);
+  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
+    throw new RangeError(`local harness: timeoutMs must be positive, got ${options.timeoutMs}`);
   if (options.interpreter.trim() === '') throw new RangeError('local harness: interpreter must name a program');
   const interpreter = resolveInterpreter(options.interpreter);
   const custom: CompiledCommand | null =
@@ -103,12 +105,16 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
         const argv = custom.render({ interpreter, test });
         const result = remaining > 0 ? await runProcess(argv, { ...common, timeoutMs: remaining }) : null;
         if (result === null || result.timedOut) {
-          logs.push(`$ ${JSON.stringify(argv)}\n${result ? tail(result.stdout + result.stderr) : ''}\n[timed out: the test phase is limited to ${options.timeoutMs} ms]`);
+          logs.push(
+            `$ ${JSON.stringify(argv)}\n${result ? tail(result.stdout + result.stderr) : ''}\n[timed out: the test phase is limited to ${options.timeoutMs} ms]`,
+          );
           return { ...statusesFrom(f2p, p2p, passed), outcome: 'timeout', log: logs.join('\n') };
         }
         const missing = interpreterMissing(result, interpreter);
-        if (missing && argv[0] === interpreter) return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${missing}` };
-        if (result.spawnError) return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${describeExit(result)}` };
+        if (missing && argv[0] === interpreter)
+          return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${missing}` };
+        if (result.spawnError)
+          return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${describeExit(result)}` };
         passed.set(test, result.exitCode === 0);
         logs.push(`$ ${JSON.stringify(argv)} → ${describeExit(result)}\n${tail(result.stdout + result.stderr, 2000)}`);
       }
@@ -121,9 +127,16 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
     } else {
       const names = [...f2p, ...p2p];
       const { labels, unmapped } = djangoLabelsForTests(names);
-      const fromPatch = unmapped.length > 0 && instance.test_patch ? djangoLabelsForFiles(parseUnifiedDiff(instance.test_patch).map((f) => f.path)) : [];
+      const fromPatch =
+        unmapped.length > 0 && instance.test_patch ? djangoLabelsForFiles(parseUnifiedDiff(instance.test_patch).map((f) => f.path)) : [];
       const all = [...new Set([...labels, ...fromPatch])];
-      if (all.length === 0) return { failToPass: [], passToPass: [], outcome: 'error', log: `cannot derive django test labels from ${JSON.stringify(unmapped.slice(0, 3))}` };
+      if (all.length === 0)
+        return {
+          failToPass: [],
+          passToPass: [],
+          outcome: 'error',
+          log: `cannot derive django test labels from ${JSON.stringify(unmapped.slice(0, 3))}`,
+        };
       argv = [interpreter, 'tests/runtests.py', '--verbosity', '2', '--settings=test_sqlite', '--parallel', '1', ...all];
     }
     const result = await runProcess(argv, { ...common, timeoutMs: Math.max(1, deadline - Date.now()) });
@@ -131,7 +144,13 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
     const output = `${result.stdout}\n${result.stderr}`;
     const log = header + tail(output, 20_000);
     const missing = interpreterMissing(result, interpreter);
-    if (missing) return { failToPass: f2p.map((test) => ({ test, passed: false })), passToPass: p2p.map((test) => ({ test, passed: false })), outcome: 'error', log: `${header}${missing}` };
+    if (missing)
+      return {
+        failToPass: f2p.map((test) => ({ test, passed: false })),
+        passToPass: p2p.map((test) => ({ test, passed: false })),
+        outcome: 'error',
+        log: `${header}${missing}`,
+      };
 
     let passed: Map<string, boolean>;
     if (runnerName === 'pytest') {
@@ -168,11 +187,14 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
         worktree = await options.worktrees.create(instance.repo, instance.base_commit, `harness-${instance.instance_id}`);
       } catch (error) {
         if (signal?.aborted) throw error;
-        return errorResult(`could not make a checkout of ${instance.repo}@${instance.base_commit}: ${error instanceof Error ? error.message : String(error)}`);
+        return errorResult(
+          `could not make a checkout of ${instance.repo}@${instance.base_commit}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
       const logs: string[] = [];
       try {
-        const git = (args: string[]) => runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, hardened: true, ...(signal ? { signal } : {}) });
+        const git = (args: string[]) =>
+          runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, hardened: true, ...(signal ? { signal } : {}) });
         const patchFile = path.join(worktree.scratch, 'model.patch');
         await fs.writeFile(patchFile, patch.endsWith('\n') ? patch : `${patch}\n`);
         const applied = await git(['apply', '--verbose', '--whitespace=nowarn', patchFile]);
@@ -184,9 +206,15 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
         if (instance.test_patch) {
           let testFiles: string[];
           try {
-            testFiles = [...new Set(parseUnifiedDiff(instance.test_patch).flatMap((f) => [f.path, ...(f.newPath && f.newPath !== f.path ? [f.newPath] : [])]))];
+            testFiles = [
+              ...new Set(
+                parseUnifiedDiff(instance.test_patch).flatMap((f) => [f.path, ...(f.newPath && f.newPath !== f.path ? [f.newPath] : [])]),
+              ),
+            ];
           } catch (error) {
-            return errorResult(`${logs.join('\n')}\ninstance ${instance.instance_id}: test_patch is not a readable diff: ${error instanceof Error ? error.message : String(error)}`);
+            return errorResult(
+              `${logs.join('\n')}\ninstance ${instance.instance_id}: test_patch is not a readable diff: ${error instanceof Error ? error.message : String(error)}`,
+            );
           }
           for (const file of testFiles) {
             const atBase = await git(['cat-file', '-e', `${instance.base_commit}:${file}`]);
@@ -196,8 +224,11 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
           const testPatchFile = path.join(worktree.scratch, 'test.patch');
           await fs.writeFile(testPatchFile, instance.test_patch.endsWith('\n') ? instance.test_patch : `${instance.test_patch}\n`);
           const testApplied = await git(['apply', '--verbose', '--whitespace=nowarn', testPatchFile]);
-          logs.push(`$ git apply --verbose test.patch (after resetting ${testFiles.length} test file(s)) → exit ${testApplied.code}\n${tail(testApplied.stdout + testApplied.stderr, 4000)}`);
-          if (testApplied.code !== 0) return errorResult(`${logs.join('\n')}\nthe instance's test_patch does not apply after the model patch`);
+          logs.push(
+            `$ git apply --verbose test.patch (after resetting ${testFiles.length} test file(s)) → exit ${testApplied.code}\n${tail(testApplied.stdout + testApplied.stderr, 4000)}`,
+          );
+          if (testApplied.code !== 0)
+            return errorResult(`${logs.join('\n')}\nthe instance's test_patch does not apply after the model patch`);
         }
 
         const run = await runTests(instance, worktree.path, signal);
@@ -216,7 +247,11 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
   };
 }
 
-function statusesFrom(f2p: readonly string[], p2p: readonly string[], passed: ReadonlyMap<string, boolean>): Pick<TestRun, 'failToPass' | 'passToPass'> {
+function statusesFrom(
+  f2p: readonly string[],
+  p2p: readonly string[],
+  passed: ReadonlyMap<string, boolean>,
+): Pick<TestRun, 'failToPass' | 'passToPass'> {
   return {
     failToPass: f2p.map((test) => ({ test, passed: passed.get(test) ?? false })),
     passToPass: p2p.map((test) => ({ test, passed: passed.get(test) ?? false })),

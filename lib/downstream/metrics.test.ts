@@ -16,7 +16,15 @@ import { downstreamTable, formatDownstreamTable, formatTokens } from './metrics'
  * McNemar: b = {4} = 1, c = {5..10} = 6 → p = 2·(1 + 7)/2^7 = 0.125. Δ resolve = (6 − 1)/12.
  * Paired set (both resolve) = {1, 2, 3}: rounds 20 → 16 (−20%), tokens 2200 → 2000 (−1/11).
  */
-function row(configuration: string, i: number, resolved: boolean, rounds: number, input: number, output: number, outcome?: DownstreamRunRow['outcome']): DownstreamRunRow {
+function row(
+  configuration: string,
+  i: number,
+  resolved: boolean,
+  rounds: number,
+  input: number,
+  output: number,
+  outcome?: DownstreamRunRow['outcome'],
+): DownstreamRunRow {
   return {
     configuration,
     instanceId: `inst-${String(i).padStart(2, '0')}`,
@@ -108,17 +116,35 @@ describe('downstream Table 3', () => {
     const none = [1, 2].map((i) => row('broken', i, false, 3, 10, 1));
     const t = downstreamTable([...baseline, ...none], { baseline: 'baseline', order: ['broken'] });
     expect(t.rows[1]).toMatchObject({ resolved: 0, resolveRate: 0, resolvedRounds: { n: 0, mean: null, interval: null } });
-    expect(t.rows[1]!.vsBaseline).toMatchObject({ common: 2, bothResolved: 0, pairedRounds: { n: 0, baseline: null, value: null, relativeChange: null } });
-    expect(() => downstreamTable([...baseline, baseline[0]!], { baseline: 'baseline' })).toThrow(/"baseline" has instance "inst-01" twice \(row 13\)/);
-    expect(() => downstreamTable(codegrep, { baseline: 'baseline' })).toThrow(/no rows for the baseline configuration "baseline" \(configurations: codegrep\)/);
+    expect(t.rows[1]!.vsBaseline).toMatchObject({
+      common: 2,
+      bothResolved: 0,
+      pairedRounds: { n: 0, baseline: null, value: null, relativeChange: null },
+    });
+    expect(() => downstreamTable([...baseline, baseline[0]!], { baseline: 'baseline' })).toThrow(
+      /"baseline" has instance "inst-01" twice \(row 13\)/,
+    );
+    expect(() => downstreamTable(codegrep, { baseline: 'baseline' })).toThrow(
+      /no rows for the baseline configuration "baseline" \(configurations: codegrep\)/,
+    );
   });
 
   it('renders Table 3’s columns', () => {
     const text = formatDownstreamTable(table);
     const lines = text.split('\n');
-    expect(lines[0]).toBe('| Config | Resolve | Resolved r. | Resolved tok. | Unresolved r. | Δ resolve [95% CI] | McNemar p (b/c) | Paired n | Paired r. | Paired tok. |');
+    expect(lines[0]).toBe(
+      '| Config | Resolve | Resolved r. | Resolved tok. | Unresolved r. | Δ resolve [95% CI] | McNemar p (b/c) | Paired n | Paired r. | Paired tok. |',
+    );
     expect(lines[2]).toBe('| baseline | 33.3% | 25.0 | 2.8K | 95.0 | – | – | – | – | – |');
-    expect(lines[3]).toMatch(/^\| codegrep \| 75\.0% \| 12\.0 \| 1\.0K \| 100\.0 \| \+41\.7pp \[[-\d.]+, [-\d.]+\] \| 0\.125 \(1\/6\) \| 3 \| 20\.0 → 16\.0 \(-20\.0%\) \| 2\.2K → 2\.0K \(-9\.1%\) \|$/);
-    expect([formatTokens(631_000), formatTokens(1_511_530), formatTokens(2_750), formatTokens(999), formatTokens(null)]).toEqual(['631K', '1.51M', '2.8K', '999', '–']);
+    expect(lines[3]).toMatch(
+      /^\| codegrep \| 75\.0% \| 12\.0 \| 1\.0K \| 100\.0 \| \+41\.7pp \[[-\d.]+, [-\d.]+\] \| 0\.125 \(1\/6\) \| 3 \| 20\.0 → 16\.0 \(-20\.0%\) \| 2\.2K → 2\.0K \(-9\.1%\) \|$/,
+    );
+    expect([formatTokens(631_000), formatTokens(1_511_530), formatTokens(2_750), formatTokens(999), formatTokens(null)]).toEqual([
+      '631K',
+      '1.51M',
+      '2.8K',
+      '999',
+      '–',
+    ]);
   });
 });

@@ -53,7 +53,9 @@ function groupRows(rows: readonly DownstreamRunRow[]): Map<string, Map<string, D
     let runs = byConfiguration.get(row.configuration);
     if (!runs) byConfiguration.set(row.configuration, (runs = new Map()));
     if (runs.has(row.instanceId)) {
-      throw new RangeError(`downstream rows: configuration ${JSON.stringify(row.configuration)} has instance ${JSON.stringify(row.instanceId)} twice (row ${index + 1})`);
+      throw new RangeError(
+        `downstream rows: configuration ${JSON.stringify(row.configuration)} has instance ${JSON.stringify(row.instanceId)} twice (row ${index + 1})`,
+      );
     }
     runs.set(row.instanceId, row);
   });
@@ -106,7 +108,9 @@ export function downstreamTable(rows: readonly DownstreamRunRow[], options: Down
   const grouped = groupRows(rows);
   const baseline = grouped.get(options.baseline);
   if (!baseline) {
-    throw new RangeError(`downstream table: no rows for the baseline configuration ${JSON.stringify(options.baseline)} (configurations: ${[...grouped.keys()].join(', ') || 'none'})`);
+    throw new RangeError(
+      `downstream table: no rows for the baseline configuration ${JSON.stringify(options.baseline)} (configurations: ${[...grouped.keys()].join(', ') || 'none'})`,
+    );
   }
   const order = [...new Set([options.baseline, ...(options.order ?? []), ...grouped.keys()])].filter((name) => grouped.has(name));
 
@@ -124,9 +128,15 @@ export function downstreamTable(rows: readonly DownstreamRunRow[], options: Down
       errors: all.length - judged.length,
       resolveRate: all.length === 0 ? null : mean(indicator),
       resolveRateInterval: all.length === 0 ? null : toInterval(bootstrapCI(indicator, bootstrap)),
-      resolvedRounds: meanWithInterval(resolvedRuns.map((r) => r.rounds), bootstrap),
+      resolvedRounds: meanWithInterval(
+        resolvedRuns.map((r) => r.rounds),
+        bootstrap,
+      ),
       resolvedTokens: meanWithInterval(resolvedRuns.map(tokensOf), bootstrap),
-      unresolvedRounds: meanWithInterval(unresolvedRuns.map((r) => r.rounds), bootstrap),
+      unresolvedRounds: meanWithInterval(
+        unresolvedRuns.map((r) => r.rounds),
+        bootstrap,
+      ),
       vsBaseline: name === options.baseline ? null : compare(options.baseline, baseline, runs, bootstrap),
     };
   });
@@ -158,7 +168,9 @@ export function formatDownstreamTable(table: DownstreamTable): string {
     const vs = row.vsBaseline;
     const delta = vs?.resolveRateDifference ?? null;
     const ci = vs?.resolveRateDifferenceInterval;
-    const deltaText = vs ? `${delta === null ? '–' : `${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)}pp`}${ci ? ` [${(ci.low * 100).toFixed(1)}, ${(ci.high * 100).toFixed(1)}]` : ''}` : '–';
+    const deltaText = vs
+      ? `${delta === null ? '–' : `${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)}pp`}${ci ? ` [${(ci.low * 100).toFixed(1)}, ${(ci.high * 100).toFixed(1)}]` : ''}`
+      : '–';
     const paired = (p: PairedEfficiency | undefined, fmt: (v: number | null) => string) =>
       p ? `${fmt(p.baseline)} → ${fmt(p.value)} (${signedPercent(p.relativeChange)})` : '–';
     return [

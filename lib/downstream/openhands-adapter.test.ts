@@ -96,7 +96,11 @@ describe('OpenHands adapter', () => {
     expect(result.patch).toContain('+    return a + b');
     expect(result.trajectory.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     expect(result.trajectory[1]!.content).toBe('PROMPT: fix add\n<candidate_files>\n- calc/ops.py\n</candidate_files>\n');
-    expect(result.trajectory[2]).toMatchObject({ role: 'assistant', content: 'step 1', tool_calls: [{ id: 'toolu_1', function: { name: 'execute_bash' } }] });
+    expect(result.trajectory[2]).toMatchObject({
+      role: 'assistant',
+      content: 'step 1',
+      tool_calls: [{ id: 'toolu_1', function: { name: 'execute_bash' } }],
+    });
     expect(result.trajectory[3]).toMatchObject({ role: 'tool', tool_call_id: 'toolu_1', content: 'calc/ops.py:1:def add(a, b):' });
 
     const argv = (JSON.parse(output.trim().split('\n')[1]!) as { metadata: { details: { argv: string[] } } }).metadata.details.argv;

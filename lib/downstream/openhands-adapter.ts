@@ -25,7 +25,15 @@ import { workspacePatch } from './workspace-patch';
  * tokens and the trajectory (openhands-output.ts). Without a `git_patch` the patch is the checkout's diff,
  * for setups where OpenHands edits {workdir} in place.
  */
-export const OPENHANDS_PLACEHOLDERS = ['instance_id', 'prompt_file', 'instance_file', 'workdir', 'output_dir', 'repo', 'base_commit'] as const;
+export const OPENHANDS_PLACEHOLDERS = [
+  'instance_id',
+  'prompt_file',
+  'instance_file',
+  'workdir',
+  'output_dir',
+  'repo',
+  'base_commit',
+] as const;
 
 export interface OpenHandsAdapterOptions {
   command: CommandTemplate;
@@ -41,7 +49,8 @@ export interface OpenHandsAdapterOptions {
 }
 
 export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): DownstreamAgent {
-  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) throw new RangeError(`OpenHands adapter: timeoutMs must be positive, got ${options.timeoutMs}`);
+  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
+    throw new RangeError(`OpenHands adapter: timeoutMs must be positive, got ${options.timeoutMs}`);
   const command = compileCommand(options.command, OPENHANDS_PLACEHOLDERS);
   const outputName = compileCommand([options.outputFile ?? 'output.jsonl'], ['instance_id']);
 
@@ -84,7 +93,8 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
         else {
           const found = findOutputRecord(text, instance.instance_id);
           record = found.record;
-          if (!record) readProblem = `output file ${outputPath} has no line for ${instance.instance_id}${found.badLines ? ` (${found.badLines} unreadable line(s))` : ''}`;
+          if (!record)
+            readProblem = `output file ${outputPath} has no line for ${instance.instance_id}${found.badLines ? ` (${found.badLines} unreadable line(s))` : ''}`;
         }
       }
       if (record && typeof record.instance_id === 'string' && record.instance_id !== instance.instance_id) {

@@ -101,7 +101,11 @@ export function summarizeOpenHandsOutput(record: Json): OpenHandsRunSummary {
   const latencies = Array.isArray(metrics.response_latencies) ? metrics.response_latencies : [];
   const responseIds = new Set(
     agentActions
-      .map((e) => (isObject(e.tool_call_metadata) && isObject(e.tool_call_metadata.model_response) ? str(e.tool_call_metadata.model_response.id) : null))
+      .map((e) =>
+        isObject(e.tool_call_metadata) && isObject(e.tool_call_metadata.model_response)
+          ? str(e.tool_call_metadata.model_response.id)
+          : null,
+      )
       .filter((id): id is string => id !== null),
   );
   const sources: string[] = [];

@@ -26,13 +26,21 @@ export async function readDownstreamInstances(file: string, subset: readonly str
       throw new InputFileError(
         file,
         `downstream.instances: ${unknown.length} id(s) are not valid instances of ${file}: ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''}` +
-          (invalidIds.length > 0 ? ` (unreadable rows: ${read.invalid.filter((l) => invalidIds.some((id) => l.includes(`(${id})`))).slice(0, 3).join('; ')})` : ''),
+          (invalidIds.length > 0
+            ? ` (unreadable rows: ${read.invalid
+                .filter((l) => invalidIds.some((id) => l.includes(`(${id})`)))
+                .slice(0, 3)
+                .join('; ')})`
+            : ''),
       );
     }
     instances = subset.map((id) => byId.get(id)!);
   }
   if (instances.length === 0) {
-    throw new InputFileError(file, `downstream: ${file} has no valid instance${read.invalid.length > 0 ? ` (${read.invalid.length} unreadable rows; first: ${read.invalid[0]})` : ''}`);
+    throw new InputFileError(
+      file,
+      `downstream: ${file} has no valid instance${read.invalid.length > 0 ? ` (${read.invalid.length} unreadable rows; first: ${read.invalid[0]})` : ''}`,
+    );
   }
   return { instances, invalid: read.invalid };
 }
@@ -51,7 +59,9 @@ async function readInstanceRows(file: string): Promise<DownstreamInstances> {
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const id = (record.row as { instance_id?: unknown } | null)?.instance_id;
-      invalid.push(`row ${record.ordinal}${typeof id === 'string' ? ` (${id})` : ''}: ${issue.path.length > 0 ? `column ${issue.path.join('.')}: ` : ''}${issue.message}`);
+      invalid.push(
+        `row ${record.ordinal}${typeof id === 'string' ? ` (${id})` : ''}: ${issue.path.length > 0 ? `column ${issue.path.join('.')}: ` : ''}${issue.message}`,
+      );
       continue;
     }
     const first = seen.get(parsed.data.instance_id);

@@ -20,7 +20,11 @@ export interface LoadedPredictions {
  * pipeline passes one) or the configured file (that Parquet, or an outside system's JSONL). `where` is the
  * config key (`downstream.configurations.<i>`) every error names. Problems a retry cannot fix throw InputFileError.
  */
-export async function loadPredictions(configuration: DownstreamConfiguration, where: string, artifact: ArtifactRef | undefined): Promise<LoadedPredictions> {
+export async function loadPredictions(
+  configuration: DownstreamConfiguration,
+  where: string,
+  artifact: ArtifactRef | undefined,
+): Promise<LoadedPredictions> {
   const file = artifact?.uri ?? configuration.predictions;
   if (file === undefined) {
     throw new InputFileError(
@@ -29,18 +33,27 @@ export async function loadPredictions(configuration: DownstreamConfiguration, wh
     );
   }
   if (!existsSync(file) || !statSync(file).isFile()) {
-    throw new InputFileError(file, `${where}.predictions (${configuration.name}): file ${file} does not exist${artifact ? ' (artifact of an earlier stage)' : ''}`);
+    throw new InputFileError(
+      file,
+      `${where}.predictions (${configuration.name}): file ${file} does not exist${artifact ? ' (artifact of an earlier stage)' : ''}`,
+    );
   }
   const sha256 = await sha256File(file);
   if (path.extname(file).toLowerCase() === '.parquet') return readParquetPredictions(file, sha256, configuration, where);
   if (configuration.retriever !== undefined) {
-    throw new InputFileError(file, `${where}.retriever (${configuration.name}): only a predictions Parquet file has retrievers; ${file} is read as JSONL`);
+    throw new InputFileError(
+      file,
+      `${where}.retriever (${configuration.name}): only a predictions Parquet file has retrievers; ${file} is read as JSONL`,
+    );
   }
   let read;
   try {
     read = await readPredictionsFile(file);
   } catch (error) {
-    throw new InputFileError(file, `${where}.predictions (${configuration.name}): ${error instanceof Error ? error.message : String(error)}`);
+    throw new InputFileError(
+      file,
+      `${where}.predictions (${configuration.name}): ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const files = new Map<string, string[]>();
   for (const prediction of read.predictions) files.set(prediction.instanceId, prediction.files);
@@ -52,7 +65,12 @@ export async function loadPredictions(configuration: DownstreamConfiguration, wh
  * The evaluation stage's Parquet holds every retriever: a configuration picks its own by `retriever`, or by being
  * named like one of them; a file of one retriever needs neither.
  */
-async function readParquetPredictions(file: string, sha256: string, configuration: DownstreamConfiguration, where: string): Promise<LoadedPredictions> {
+async function readParquetPredictions(
+  file: string,
+  sha256: string,
+  configuration: DownstreamConfiguration,
+  where: string,
+): Promise<LoadedPredictions> {
   const files = new Map<string, string[]>();
   const errors: string[] = [];
   const retrievers = new Set<string>();
@@ -78,7 +96,10 @@ async function readParquetPredictions(file: string, sha256: string, configuratio
     );
   }
   if (retriever !== undefined && !retrievers.has(retriever)) {
-    throw new InputFileError(file, `${where}.retriever (${configuration.name}): ${file} has no rows of retriever "${retriever}" (it has ${[...retrievers].sort().join(', ') || 'none'})`);
+    throw new InputFileError(
+      file,
+      `${where}.retriever (${configuration.name}): ${file} has no rows of retriever "${retriever}" (it has ${[...retrievers].sort().join(', ') || 'none'})`,
+    );
   }
   for (const row of rows) {
     if (retriever !== undefined && row.retriever !== retriever) continue;

@@ -16,7 +16,12 @@ const jsonl = (name: string, rows: unknown[]) => {
   writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   return file;
 };
-const instancesFile = jsonl('instances.jsonl', [instance('a-1'), { instance_id: 'bad', repo: 'no-slash' }, instance('a-2'), instance('a-1')]);
+const instancesFile = jsonl('instances.jsonl', [
+  instance('a-1'),
+  { instance_id: 'bad', repo: 'no-slash' },
+  instance('a-2'),
+  instance('a-1'),
+]);
 const predictionsFile = jsonl('bm25.jsonl', [{ instance_id: 'a-2', found_files: ['src/ops.py', 'tests/test_ops.py'] }]);
 
 function config(overrides: Partial<DownstreamConfigInput> = {}) {
@@ -43,10 +48,19 @@ describe('planDownstreamRuns', () => {
       ['baseline', 'a-2', null],
       ['bm25', 'a-2', ['src/ops.py', 'tests/test_ops.py']],
     ]);
-    expect(planning.pending.pairs).toEqual([[0, 0], [1, 0], [0, 1], [1, 1]]);
+    expect(planning.pending.pairs).toEqual([
+      [0, 0],
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ]);
     expect(planning.finished).toBe(0);
     expect(planning.plan.pairs[0]!.recordPath).toBe(recordPathFor(dir, 'baseline', 'a-1'));
-    expect(planning.plan.configurations[1]).toMatchObject({ k: 1, predictionsFrom: { format: 'jsonl', retriever: null }, missingPredictions: ['a-1'] });
+    expect(planning.plan.configurations[1]).toMatchObject({
+      k: 1,
+      predictionsFrom: { format: 'jsonl', retriever: null },
+      missingPredictions: ['a-1'],
+    });
     expect(planning.invalidInstances).toHaveLength(2);
     expect(planWarnings(planning)).toEqual([
       expect.stringMatching(/^2 unreadable instance row\(s\) skipped \(first: row 2 \(bad\): column repo: /),
@@ -65,10 +79,22 @@ describe('planDownstreamRuns', () => {
   });
 
   it('names the config key of input problems a retry cannot fix', async () => {
-    await expect(plan(config({ instances: ['a-2', 'bad', 'zz'] }))).rejects.toThrow(/^downstream\.instances: 2 id\(s\) are not valid instances of .*: bad, zz \(unreadable rows: row 2 \(bad\)/);
-    const missing = config({ configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions', predictions: path.join(dir, 'nope.jsonl') }] });
+    await expect(plan(config({ instances: ['a-2', 'bad', 'zz'] }))).rejects.toThrow(
+      /^downstream\.instances: 2 id\(s\) are not valid instances of .*: bad, zz \(unreadable rows: row 2 \(bad\)/,
+    );
+    const missing = config({
+      configurations: [
+        { name: 'baseline', source: 'none' },
+        { name: 'bm25', source: 'predictions', predictions: path.join(dir, 'nope.jsonl') },
+      ],
+    });
     await expect(plan(missing)).rejects.toThrow(/^downstream\.configurations\.1\.predictions \(bm25\): file .*nope\.jsonl does not exist$/);
-    const retriever = config({ configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions', predictions: predictionsFile, retriever: 'x' }] });
+    const retriever = config({
+      configurations: [
+        { name: 'baseline', source: 'none' },
+        { name: 'bm25', source: 'predictions', predictions: predictionsFile, retriever: 'x' },
+      ],
+    });
     await expect(plan(retriever)).rejects.toThrow(/only a predictions Parquet file has retrievers/);
   });
 });

@@ -65,7 +65,11 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
 
   // Instance-major: every configuration of an instance before the next instance, so paired results accumulate from the start.
   const pairs: PlannedPair[] = [];
-  const pending: PendingRuns = { configurations: config.configurations.map((c) => c.name), instanceIds: instances.map((i) => i.instance_id), pairs: [] };
+  const pending: PendingRuns = {
+    configurations: config.configurations.map((c) => c.name),
+    instanceIds: instances.map((i) => i.instance_id),
+    pairs: [],
+  };
   let finished = 0;
   for (const [instanceIndex, instance] of instances.entries()) {
     for (const [configurationIndex, configuration] of config.configurations.entries()) {
@@ -106,7 +110,8 @@ export function planWarnings(planning: DownstreamPlanning): string[] {
   for (const c of planning.plan.configurations) {
     const missing = c.missingPredictions.length;
     if (missing > 0) warnings.push(`${c.name}: no prediction for ${missing} instance(s); they run with the issue unchanged`);
-    if (c.predictionErrors.length > 0) warnings.push(`${c.name}: ${c.predictionErrors.length} unusable prediction row(s) (first: ${c.predictionErrors[0]})`);
+    if (c.predictionErrors.length > 0)
+      warnings.push(`${c.name}: ${c.predictionErrors.length} unusable prediction row(s) (first: ${c.predictionErrors[0]})`);
   }
   return warnings;
 }

@@ -12,7 +12,20 @@ const blocks: ReportBlock[] = [
 describe('downstream report rendering', () => {
   it('renders one list of blocks as Markdown with safe table cells', () => {
     expect(renderDownstreamMarkdown(blocks)).toBe(
-      ['# Downstream injection', '', '## Errors', '', 'a <b> & "quoted" \'name\'', '', '| Config | Resolve |', '| --- | --- |', '| a \\| b | line break |', '', '- one two', ''].join('\n'),
+      [
+        '# Downstream injection',
+        '',
+        '## Errors',
+        '',
+        'a <b> & "quoted" \'name\'',
+        '',
+        '| Config | Resolve |',
+        '| --- | --- |',
+        '| a \\| b | line break |',
+        '',
+        '- one two',
+        '',
+      ].join('\n'),
     );
   });
 

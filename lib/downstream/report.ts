@@ -26,7 +26,8 @@ const OUTCOMES = ['resolved', 'unresolved', 'patch_failed', 'timeout', 'error'] 
 const MAX_ERRORS_LISTED = 30;
 
 const signedPercent = (v: number | null) => (v === null ? '–' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`);
-const ci = (interval: Interval | null, format: (v: number) => string) => (interval ? ` [${format(interval.low)}, ${format(interval.high)}]` : '');
+const ci = (interval: Interval | null, format: (v: number) => string) =>
+  interval ? ` [${format(interval.low)}, ${format(interval.high)}]` : '';
 
 /** Counts of `key(row)` per configuration, in plan order. */
 export function countBy(rows: readonly DownstreamRunRow[], key: (row: DownstreamRunRow) => string): Record<string, Record<string, number>> {
@@ -104,7 +105,15 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
     blocks.push({ kind: 'heading', text: 'Pooled vs paired efficiency (§5.3)' });
     blocks.push({
       kind: 'list',
-      items: compared.map((row) => pairedSentence(row.configuration, table.baseline, row.vsBaseline!.bothResolved, row.vsBaseline!.pairedRounds, row.vsBaseline!.pairedTokens)),
+      items: compared.map((row) =>
+        pairedSentence(
+          row.configuration,
+          table.baseline,
+          row.vsBaseline!.bothResolved,
+          row.vsBaseline!.pairedRounds,
+          row.vsBaseline!.pairedTokens,
+        ),
+      ),
     });
   }
 
@@ -133,8 +142,12 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
         const from = c.predictionsFrom
           ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''})`
           : 'no source';
-        const missing = c.missingPredictions.length > 0 ? `; no prediction for ${c.missingPredictions.length} instance(s) (${c.missingPredictions.slice(0, 5).join(', ')}${c.missingPredictions.length > 5 ? ', …' : ''}), run with the issue unchanged` : '';
-        const errors = c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
+        const missing =
+          c.missingPredictions.length > 0
+            ? `; no prediction for ${c.missingPredictions.length} instance(s) (${c.missingPredictions.slice(0, 5).join(', ')}${c.missingPredictions.length > 5 ? ', …' : ''}), run with the issue unchanged`
+            : '';
+        const errors =
+          c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
         return `${c.name}: predictions from ${from}${k}${missing}${errors}.`;
       }),
     });
@@ -163,7 +176,9 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
     blocks.push({
       kind: 'list',
       items: [
-        ...failed.slice(0, MAX_ERRORS_LISTED).map((r) => `${r.configuration} / ${r.instanceId} (${r.outcome}, ${r.endReason}): ${r.error!.split('\n')[0]!.slice(0, 300)}`),
+        ...failed
+          .slice(0, MAX_ERRORS_LISTED)
+          .map((r) => `${r.configuration} / ${r.instanceId} (${r.outcome}, ${r.endReason}): ${r.error!.split('\n')[0]!.slice(0, 300)}`),
         ...(failed.length > MAX_ERRORS_LISTED ? [`… and ${failed.length - MAX_ERRORS_LISTED} more (see runs.parquet)`] : []),
       ],
     });

@@ -13,7 +13,13 @@ import { DOWNSTREAM_RUN_RECORD_SCHEMA_VERSION } from '../../schemas/downstream/r
  */
 export function agentIdentity(agent: DownstreamAgentConfig): Record<string, unknown> {
   return agent.kind === 'builtin'
-    ? { kind: agent.kind, model: agent.model, maxRounds: agent.maxRounds, temperature: agent.temperature, maxTokensPerCall: agent.maxTokensPerCall ?? null }
+    ? {
+        kind: agent.kind,
+        model: agent.model,
+        maxRounds: agent.maxRounds,
+        temperature: agent.temperature,
+        maxTokensPerCall: agent.maxTokensPerCall ?? null,
+      }
     : { kind: agent.kind, command: agent.command, outputFile: agent.outputFile ?? null };
 }
 

@@ -64,7 +64,11 @@ export async function runDownstreamInstance(options: RunDownstreamInstanceOption
 
   let agent: DownstreamAgentResult;
   try {
-    const checkout = await options.worktrees.create(instance.repo, instance.base_commit, `agent-${configuration.name}-${instance.instance_id}`);
+    const checkout = await options.worktrees.create(
+      instance.repo,
+      instance.base_commit,
+      `agent-${configuration.name}-${instance.instance_id}`,
+    );
     try {
       agent = await options.agent.run(instance, injection.prompt, {
         workdir: checkout.path,
@@ -97,7 +101,8 @@ export async function runDownstreamInstance(options: RunDownstreamInstanceOption
       outputTokens: agent.outputTokens,
       patchBytes: Buffer.byteLength(agent.patch),
       endReason: agent.endReason,
-      error: agent.error ?? (harness.outcome === 'error' ? harness.log.split('\n').filter(Boolean).slice(-1)[0] ?? 'harness error' : null),
+      error:
+        agent.error ?? (harness.outcome === 'error' ? (harness.log.split('\n').filter(Boolean).slice(-1)[0] ?? 'harness error') : null),
     },
     injection,
     agent,

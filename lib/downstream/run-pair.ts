@@ -86,12 +86,21 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
     row,
     runHash: pair.runHash,
     injection: result?.injection
-      ? { files: result.injection.files, dropped: result.injection.dropped, hadPrediction: pair.predictedFiles === null ? null : pair.predictedFiles.length > 0 }
+      ? {
+          files: result.injection.files,
+          dropped: result.injection.dropped,
+          hadPrediction: pair.predictedFiles === null ? null : pair.predictedFiles.length > 0,
+        }
       : null,
     patch: result?.agent?.patch ?? '',
     actions: actionsOf(trajectory),
     harness: result?.harness
-      ? { outcome: result.harness.outcome, failToPass: result.harness.failToPass, passToPass: result.harness.passToPass, log: tail(result.harness.log, HARNESS_LOG_TAIL) }
+      ? {
+          outcome: result.harness.outcome,
+          failToPass: result.harness.failToPass,
+          passToPass: result.harness.passToPass,
+          log: tail(result.harness.log, HARNESS_LOG_TAIL),
+        }
       : null,
     trajectoryPath: trajectory.length > 0 ? path.basename(trajectoryPathFor(pair.recordPath)) : null,
     startedAt: new Date(started).toISOString(),

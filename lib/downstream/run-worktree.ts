@@ -41,7 +41,10 @@ export interface GitRunWorktreeOptions extends Omit<WorktreeOptions, 'worktreesD
 }
 
 function sanitizeLabel(label: string): string {
-  const clean = label.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[-.]+/, '').slice(0, 80);
+  const clean = label
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^[-.]+/, '')
+    .slice(0, 80);
   return clean === '' ? 'run' : clean;
 }
 

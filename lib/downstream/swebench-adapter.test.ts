@@ -62,11 +62,28 @@ afterAll(async () => {
 });
 
 const instance = (id: string) =>
-  makeInstance({ instance_id: id, repo: 'acme/calc', base_commit: 'a'.repeat(40), problem_statement: 'add is wrong', FAIL_TO_PASS: '["tests/test_ops.py::test_add"]' });
+  makeInstance({
+    instance_id: id,
+    repo: 'acme/calc',
+    base_commit: 'a'.repeat(40),
+    problem_statement: 'add is wrong',
+    FAIL_TO_PASS: '["tests/test_ops.py::test_add"]',
+  });
 
 const harness = (mode = 'run', timeoutMs = 60_000) =>
   createSweBenchHarness({
-    command: [process.execPath, script, '--mode', mode, '--predictions_path', '{predictions_path}', '--run_id', '{run_id}', '--max_workers', '2'],
+    command: [
+      process.execPath,
+      script,
+      '--mode',
+      mode,
+      '--predictions_path',
+      '{predictions_path}',
+      '--run_id',
+      '{run_id}',
+      '--max_workers',
+      '2',
+    ],
     workDir: path.join(dir, 'work dir'),
     modelName: 'acme/codegrep-v3',
     timeoutMs,
@@ -100,7 +117,10 @@ describe('SWE-bench harness adapter', () => {
     expect(results.get('calc-skipped')!.log).toMatch(/in no list of the report/);
 
     const [runDir] = await fs.readdir(path.join(dir, 'work dir'));
-    const predictions = (await fs.readFile(path.join(dir, 'work dir', runDir!, 'predictions.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const predictions = (await fs.readFile(path.join(dir, 'work dir', runDir!, 'predictions.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(predictions[0]).toEqual({ instance_id: 'calc-fixed', model_name_or_path: 'acme/codegrep-v3', model_patch: 'diff FIX' });
     expect(predictions).toHaveLength(6);
   });
@@ -110,7 +130,11 @@ describe('SWE-bench harness adapter', () => {
   });
 
   it('says error when the harness leaves no report, timeout when it hangs', async () => {
-    const broken = createSweBenchHarness({ command: [process.execPath, '-e', 'process.exit(1)', '{predictions_path}'], workDir: path.join(dir, 'broken'), timeoutMs: 30_000 });
+    const broken = createSweBenchHarness({
+      command: [process.execPath, '-e', 'process.exit(1)', '{predictions_path}'],
+      workDir: path.join(dir, 'broken'),
+      timeoutMs: 30_000,
+    });
     const result = await broken.evaluate(instance('calc-x'), 'diff FIX');
     expect(result.outcome).toBe('error');
     expect(result.log).toMatch(/exit code 1/);
@@ -122,7 +146,14 @@ describe('SWE-bench harness adapter', () => {
   });
 
   it('refuses a command without the predictions path and duplicate instances', async () => {
-    expect(() => createSweBenchHarness({ command: 'python -m swebench.harness.run_evaluation', workDir: dir, timeoutMs: 1000 })).toThrow(/must pass \{predictions_path\}/);
-    await expect(harness().evaluateBatch([{ instance: instance('a'), patch: 'x' }, { instance: instance('a'), patch: 'y' }])).rejects.toThrow(/a appears twice/);
+    expect(() => createSweBenchHarness({ command: 'python -m swebench.harness.run_evaluation', workDir: dir, timeoutMs: 1000 })).toThrow(
+      /must pass \{predictions_path\}/,
+    );
+    await expect(
+      harness().evaluateBatch([
+        { instance: instance('a'), patch: 'x' },
+        { instance: instance('a'), patch: 'y' },
+      ]),
+    ).rejects.toThrow(/a appears twice/);
   });
 });

@@ -44,7 +44,10 @@ export interface SweBenchHarnessOptions {
 }
 
 export interface SweBenchHarness extends Harness {
-  evaluateBatch(items: ReadonlyArray<{ instance: DownstreamInstance; patch: string }>, options?: { signal?: AbortSignal }): Promise<Map<string, HarnessResult>>;
+  evaluateBatch(
+    items: ReadonlyArray<{ instance: DownstreamInstance; patch: string }>,
+    options?: { signal?: AbortSignal },
+  ): Promise<Map<string, HarnessResult>>;
 }
 
 type Json = Record<string, unknown>;
@@ -55,7 +58,8 @@ const idList = (report: Json, key: string): Set<string> =>
 function testStatuses(report: Json | null, key: 'FAIL_TO_PASS' | 'PASS_TO_PASS'): TestStatus[] {
   const status = report && isObject(report.tests_status) && isObject(report.tests_status[key]) ? report.tests_status[key] : null;
   if (!status) return [];
-  const list = (name: string) => (Array.isArray(status[name]) ? (status[name] as unknown[]).filter((v): v is string => typeof v === 'string') : []);
+  const list = (name: string) =>
+    Array.isArray(status[name]) ? (status[name] as unknown[]).filter((v): v is string => typeof v === 'string') : [];
   return [...list('success').map((test) => ({ test, passed: true })), ...list('failure').map((test) => ({ test, passed: false }))];
 }
 
@@ -69,7 +73,8 @@ async function readJson(file: string): Promise<Json | null> {
 }
 
 export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBenchHarness {
-  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) throw new RangeError(`SWE-bench harness: timeoutMs must be positive, got ${options.timeoutMs}`);
+  if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
+    throw new RangeError(`SWE-bench harness: timeoutMs must be positive, got ${options.timeoutMs}`);
   const command = compileCommand(options.command, SWEBENCH_PLACEHOLDERS);
   if (!command.placeholders.has('predictions_path')) {
     throw new RangeError(`SWE-bench harness: the command ${command.template} must pass {predictions_path}`);
@@ -93,7 +98,11 @@ export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBench
     const predictionsPath = path.join(outputDir, 'predictions.jsonl');
     await fs.writeFile(
       predictionsPath,
-      items.map(({ instance, patch }) => JSON.stringify({ instance_id: instance.instance_id, model_name_or_path: modelName, model_patch: patch })).join('\n') + '\n',
+      items
+        .map(({ instance, patch }) =>
+          JSON.stringify({ instance_id: instance.instance_id, model_name_or_path: modelName, model_patch: patch }),
+        )
+        .join('\n') + '\n',
     );
     const argv = command.render({ predictions_path: predictionsPath, run_id: runId, model_name: modelName, output_dir: outputDir });
     const run = await runProcess(argv, {
@@ -114,7 +123,8 @@ export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBench
 
     const classify = (id: string, instanceLog: string, instanceReport: Json | null): { outcome: HarnessResult['outcome']; why: string } => {
       if (run.timedOut) return { outcome: 'timeout', why: `the harness ran past ${options.timeoutMs} ms and was killed` };
-      if (!summary) return { outcome: 'error', why: `no report ${modelSlug}.${runId}.json in ${outputDir}${commandTail ? `\n${commandTail}` : ''}` };
+      if (!summary)
+        return { outcome: 'error', why: `no report ${modelSlug}.${runId}.json in ${outputDir}${commandTail ? `\n${commandTail}` : ''}` };
       if (resolved.has(id)) return { outcome: 'resolved', why: 'listed in resolved_ids' };
       if (unresolved.has(id)) return { outcome: 'unresolved', why: 'listed in unresolved_ids' };
       if (empty.has(id)) return { outcome: 'unresolved', why: 'listed in empty_patch_ids' };

@@ -11,7 +11,7 @@ describe('pytest -rA summary', () => {
       'PASSED tests/test_calc.py::test_add',
       'PASSED tests/test_calc.py::test_param[a b - c]',
       'FAILED tests/test_calc.py::test_sub - assert -1 == 5',
-      'ERROR tests/test_calc.py::test_db - fixture \'db\' not found',
+      "ERROR tests/test_calc.py::test_db - fixture 'db' not found",
       'XFAIL tests/test_calc.py::test_known - reason: bug 12',
       'XPASS tests/test_calc.py::test_lucky',
       'SKIPPED [1] tests/test_calc.py:40: needs network',
@@ -27,18 +27,26 @@ describe('pytest -rA summary', () => {
       'tests/test_calc.py::test_lucky': 'XPASS',
       '[1] tests/test_calc.py:40: needs network': 'SKIPPED',
     });
-    expect(['PASSED', 'XFAIL', 'XPASS', 'FAILED', 'ERROR', 'SKIPPED', undefined].map((s) => pytestPassed(s as never))).toEqual([true, true, false, false, false, false, false]);
+    expect(['PASSED', 'XFAIL', 'XPASS', 'FAILED', 'ERROR', 'SKIPPED', undefined].map((s) => pytestPassed(s as never))).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('django runtests.py --verbosity 2', () => {
   const output = [
-    'Testing against Django installed in \'/testbed/django\'',
+    "Testing against Django installed in '/testbed/django'",
     'test_ok (migrations.test_state.StateTests) ... ok',
     'test_new_style (migrations.test_state.StateTests.test_new_style) ... FAIL',
     'test_docstring (migrations.test_state.StateTests)',
     'A OneToOneField is unique. ... ok',
-    'test_skip (migrations.test_state.StateTests) ... skipped \'no sqlite\'',
+    "test_skip (migrations.test_state.StateTests) ... skipped 'no sqlite'",
     'test_xfail (migrations.test_state.StateTests) ... expected failure',
     'test_err (migrations.test_state.StateTests) ... ERROR',
     '----------------------------------------------------------------------',
@@ -62,10 +70,14 @@ describe('django runtests.py --verbosity 2', () => {
   });
 
   it('derives runtests.py labels from test names, or from the test patch files', () => {
-    expect(djangoLabelsForTests(['test_a (app.tests.T)', 'test_b (app.tests.T.test_b)', 'test_c (other.tests.U)', 'Docstring name.'])).toEqual({
+    expect(
+      djangoLabelsForTests(['test_a (app.tests.T)', 'test_b (app.tests.T.test_b)', 'test_c (other.tests.U)', 'Docstring name.']),
+    ).toEqual({
       labels: ['app.tests.T', 'other.tests.U'],
       unmapped: ['Docstring name.'],
     });
-    expect(djangoLabelsForFiles(['tests/migrations/test_state.py', 'django/db/models.py', 'tests/README.rst', 'tests/migrations/test_state.py'])).toEqual(['migrations.test_state']);
+    expect(
+      djangoLabelsForFiles(['tests/migrations/test_state.py', 'django/db/models.py', 'tests/README.rst', 'tests/migrations/test_state.py']),
+    ).toEqual(['migrations.test_state']);
   });
 });

@@ -47,7 +47,7 @@ beforeAll(async () => {
 afterAll(() => fixture?.cleanup());
 
 describe('loadEnvSamples', () => {
-  it('maps each row to this node\'s worktree when told to (issue #13); a row it cannot map is skipped with its reason', async () => {
+  it("maps each row to this node's worktree when told to (issue #13); a row it cannot map is skipped with its reason", async () => {
     const moved = new Map(Object.entries(fixture.worktrees).map(([id, dir]) => [dir, id === 'acme__widgets-2' ? null : dir]));
     const seen: unknown[] = [];
     const loaded = await loadEnvSamples(fixture.samples.uri, 'v3', {
@@ -57,7 +57,9 @@ describe('loadEnvSamples', () => {
       },
     });
     expect(loaded.instanceIds).toEqual(['acme__widgets-1', 'acme__widgets-mixed']);
-    expect(loaded.skipped.find((s) => s.instanceId === 'acme__widgets-2')!.reason).toMatch(/^no worktree on this node for acme\/widgets@[0-9a-f]{40}$/);
+    expect(loaded.skipped.find((s) => s.instanceId === 'acme__widgets-2')!.reason).toMatch(
+      /^no worktree on this node for acme\/widgets@[0-9a-f]{40}$/,
+    );
     expect(seen.length).toBeGreaterThan(0);
   });
 
@@ -96,7 +98,10 @@ describe('loadEnvSamples', () => {
     expect(loaded.skipped).toEqual([
       { instanceId: 'acme__widgets-broken', reason: 'no ground truth: gold patch: no file headers' },
       { instanceId: 'acme__widgets-noworktree', reason: 'no ground truth: no worktree for this commit' },
-      { instanceId: 'acme__widgets-gone', reason: `worktree ${path.join(fixture.worktrees['acme__widgets-1']!, 'not-there')} is not a directory` },
+      {
+        instanceId: 'acme__widgets-gone',
+        reason: `worktree ${path.join(fixture.worktrees['acme__widgets-1']!, 'not-there')} is not a directory`,
+      },
       { instanceId: 'acme__widgets-created', reason: 'every gold file is created by the patch: nothing to find' },
       { instanceId: 'acme__widgets-1', reason: 'duplicate instance id (the first row is used)' },
     ]);

@@ -64,7 +64,11 @@ function isDirectory(path: string): boolean {
  * worktree (or one that is gone), or nothing left to find once the files the gold patch creates are
  * dropped (no agent can name a file that does not exist in the pre-image).
  */
-export function envSampleFromRow(row: Record<string, unknown>, recipe: TrainingRecipe, options: LoadEnvSamplesOptions = {}): { ok: true; sample: EnvSample } | { ok: false; skipped: SkippedSample } {
+export function envSampleFromRow(
+  row: Record<string, unknown>,
+  recipe: TrainingRecipe,
+  options: LoadEnvSamplesOptions = {},
+): { ok: true; sample: EnvSample } | { ok: false; skipped: SkippedSample } {
   const instanceId = typeof row.instanceId === 'string' && row.instanceId !== '' ? row.instanceId : null;
   const skip = (reason: string) => ({ ok: false as const, skipped: { instanceId, reason } });
   const parsed = EnvironmentRowSchema.safeParse(row);

@@ -97,10 +97,15 @@ describe('step and close (CodeGrep v2)', () => {
     const defLine = lineOf(fixture.worktrees['acme__widgets-1']!, GEARS, 'def circumference');
 
     const turn1 = await e.step({
-      steps: [{ episodeId: id, assistantText: qwen3ToolCalls('Where is circumference?', [
-        { name: 'grep', arguments: { pattern: 'def circumference' } },
-        { name: 'read', arguments: { path: GEARS, start_line: 1, end_line: 5 } },
-      ]) }],
+      steps: [
+        {
+          episodeId: id,
+          assistantText: qwen3ToolCalls('Where is circumference?', [
+            { name: 'grep', arguments: { pattern: 'def circumference' } },
+            { name: 'read', arguments: { path: GEARS, start_line: 1, end_line: 5 } },
+          ]),
+        },
+      ],
     });
     const [result1] = turn1.results;
     expect(result1!.done).toBe(false);
@@ -156,7 +161,14 @@ describe('step and close (CodeGrep v2)', () => {
     expect(second.done).toBe(true);
     const [score] = e.close({ episodeIds: [id] }).results;
     // Two turns, one executed call (the last turn's call is never run), no answer.
-    expect(score).toMatchObject({ reward: 0, toolCallsPerTurn: 0.5, advantageScale: advantageScale(0.5), turns: 2, answered: false, hitTurnLimit: true });
+    expect(score).toMatchObject({
+      reward: 0,
+      toolCallsPerTurn: 0.5,
+      advantageScale: advantageScale(0.5),
+      turns: 2,
+      answered: false,
+      hitTurnLimit: true,
+    });
   });
 
   it('runs no tools for a truncated turn and ends the episode; a reply without tool calls ends it too', async () => {
@@ -198,10 +210,27 @@ describe('step and close (CodeGrep v2)', () => {
   it('refuses unknown, repeated, finished and closed episodes with 404 / 400 / 409', async () => {
     const e = env('v3');
     const ids = (await e.open({ instanceIds: ['acme__widgets-1'], groupSize: 2, seed: 0 })).episodes.map((o) => o.episodeId);
-    const unknown = await rejection(e.step({ steps: [{ episodeId: ids[0]!, assistantText: 'x' }, { episodeId: 'ep-99', assistantText: 'x' }] }));
-    expect([unknown.status, unknown.message]).toEqual([404, '/episodes/step: steps[1].episodeId: unknown episode "ep-99" (never opened, already closed, or opened by another server)']);
+    const unknown = await rejection(
+      e.step({
+        steps: [
+          { episodeId: ids[0]!, assistantText: 'x' },
+          { episodeId: 'ep-99', assistantText: 'x' },
+        ],
+      }),
+    );
+    expect([unknown.status, unknown.message]).toEqual([
+      404,
+      '/episodes/step: steps[1].episodeId: unknown episode "ep-99" (never opened, already closed, or opened by another server)',
+    ]);
     expect(e.stats().turns).toBe(0); // nothing of a refused request ran
-    const twice = await rejection(e.step({ steps: [{ episodeId: ids[0]!, assistantText: 'x' }, { episodeId: ids[0]!, assistantText: 'y' }] }));
+    const twice = await rejection(
+      e.step({
+        steps: [
+          { episodeId: ids[0]!, assistantText: 'x' },
+          { episodeId: ids[0]!, assistantText: 'y' },
+        ],
+      }),
+    );
     expect([twice.status, twice.message]).toEqual([400, `/episodes/step: steps[1]: episode "${ids[0]}" is listed twice`]);
     const badField = await rejection(e.step({ steps: [{ episodeId: ids[0]!, assistantText: 42 }] }));
     expect(badField.status).toBe(400);
@@ -258,7 +287,16 @@ describe('other recipes', () => {
     const e = env('codescout', { maxTurns: 2, codescoutTurnBonus: true });
     const [episode] = (await e.open({ instanceIds: ['acme__widgets-1'], groupSize: 1, seed: 0 })).episodes;
     const id = episode!.episodeId;
-    const first = (await e.step({ steps: [{ episodeId: id, assistantText: qwen3ToolCalls('find it', [{ name: 'terminal', arguments: { command: "rg -n 'def mesh' widgets" } }]) }] })).results[0]!;
+    const first = (
+      await e.step({
+        steps: [
+          {
+            episodeId: id,
+            assistantText: qwen3ToolCalls('find it', [{ name: 'terminal', arguments: { command: "rg -n 'def mesh' widgets" } }]),
+          },
+        ],
+      })
+    ).results[0]!;
     expect(first.observations[0]!.content).toMatch(/gears\.py:19:def mesh\(a, b\):/);
     const locations = [{ file: GEARS, class_name: 'Gear', function_name: 'circumference' }];
     const finish = qwen3ToolCalls('done', [{ name: 'localization_finish', arguments: { locations } }]);
@@ -268,7 +306,11 @@ describe('other recipes', () => {
       toolCalls: 1,
       turns: 2,
       predicted: locationsToSets(locations),
-      gold: { files: [GEARS], modules: ['widgets/gears.py:Gear'], functions: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh'] },
+      gold: {
+        files: [GEARS],
+        modules: ['widgets/gears.py:Gear'],
+        functions: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh'],
+      },
       finishCalls: 1,
       turnLimit: 2,
     });

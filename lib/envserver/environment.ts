@@ -81,7 +81,11 @@ export function createTrainingEnvironment(options: TrainingEnvironmentOptions): 
 
   function entry(id: string, field: string, endpoint: string): Entry {
     const found = episodes.get(id);
-    if (!found) throw new EnvRequestError(404, `${endpoint}: ${field}: unknown episode ${JSON.stringify(id)} (never opened, already closed, or opened by another server)`);
+    if (!found)
+      throw new EnvRequestError(
+        404,
+        `${endpoint}: ${field}: unknown episode ${JSON.stringify(id)} (never opened, already closed, or opened by another server)`,
+      );
     return found;
   }
 
@@ -89,7 +93,11 @@ export function createTrainingEnvironment(options: TrainingEnvironmentOptions): 
     const request = parseRequest(OpenRequestSchema, body, '/episodes/open');
     const samples = request.instanceIds.map((id, i) => {
       const sample = options.samples.get(id);
-      if (!sample) throw new EnvRequestError(400, `/episodes/open: instanceIds[${i}]: unknown instance ${JSON.stringify(id)} (not a trainable sample of this run)`);
+      if (!sample)
+        throw new EnvRequestError(
+          400,
+          `/episodes/open: instanceIds[${i}]: unknown instance ${JSON.stringify(id)} (not a trainable sample of this run)`,
+        );
       return sample;
     });
     // Every episode is created before any is registered, so a failure (a worktree gone) leaves none behind.
@@ -122,10 +130,15 @@ export function createTrainingEnvironment(options: TrainingEnvironmentOptions): 
 
   async function step(body: unknown): Promise<StepResponse> {
     const request = parseRequest(StepRequestSchema, body, '/episodes/step');
-    assertUnique(request.steps.map((s) => s.episodeId), 'steps', '/episodes/step');
+    assertUnique(
+      request.steps.map((s) => s.episodeId),
+      'steps',
+      '/episodes/step',
+    );
     const work = request.steps.map((s, i) => {
       const found = entry(s.episodeId, `steps[${i}].episodeId`, '/episodes/step');
-      if (found.episode.done) throw new EnvRequestError(409, `/episodes/step: steps[${i}]: episode ${s.episodeId} is already done; close it`);
+      if (found.episode.done)
+        throw new EnvRequestError(409, `/episodes/step: steps[${i}]: episode ${s.episodeId} is already done; close it`);
       if (found.stepping) throw new EnvRequestError(409, `/episodes/step: steps[${i}]: episode ${s.episodeId} has a step in flight`);
       return { request: s, found };
     });

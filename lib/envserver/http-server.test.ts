@@ -67,7 +67,9 @@ describe('environment server over HTTP', () => {
     const [result] = stepped.body.results as { done: boolean; observations: { role: string; content: string }[] }[];
     expect(result!.done).toBe(false);
     expect(result!.observations[0]!.content).toContain('widgets/belts.py:1:def belt_length(a, b, distance):');
-    const finish = await post('/episodes/step', { steps: [{ episodeId: episode!.episodeId, assistantText: '<answer>{"files": ["widgets/belts.py"]}</answer>' }] });
+    const finish = await post('/episodes/step', {
+      steps: [{ episodeId: episode!.episodeId, assistantText: '<answer>{"files": ["widgets/belts.py"]}</answer>' }],
+    });
     expect((finish.body.results as { done: boolean }[])[0]!.done).toBe(true);
     const closed = await post('/episodes/close', { episodeIds: [episode!.episodeId] });
     expect(closed.status).toBe(200);

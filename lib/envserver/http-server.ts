@@ -69,7 +69,8 @@ export async function startEnvServer(environment: TrainingEnvironment, options: 
       } catch (error) {
         throw new EnvRequestError(400, `${path}: the request body is not valid JSON: ${(error as Error).message}`);
       }
-      const result = route === 'open' ? await environment.open(body) : route === 'step' ? await environment.step(body) : environment.close(body);
+      const result =
+        route === 'open' ? await environment.open(body) : route === 'step' ? await environment.step(body) : environment.close(body);
       reply(res, 200, result);
     } catch (error) {
       if (error instanceof EnvRequestError) {

@@ -82,7 +82,13 @@ export function scoreEpisode(activity: EpisodeActivity, targets: RewardTargets, 
     components.function_f1 = reward.components.levels.function.f1;
     components.turn_bonus = reward.components.turnBonus;
     components.finished_once = reward.components.finishedOnce;
-    return { reward: reward.total, components, toolCallsPerTurn: reward.toolCallsPerTurn, advantageScale: reward.advantageScale, ...common };
+    return {
+      reward: reward.total,
+      components,
+      toolCallsPerTurn: reward.toolCallsPerTurn,
+      advantageScale: reward.advantageScale,
+      ...common,
+    };
   }
 
   const files = answer && 'files' in answer ? answer.files : [];
@@ -101,5 +107,11 @@ export function scoreEpisode(activity: EpisodeActivity, targets: RewardTargets, 
   if ('line_fbeta' in components) components.line_fbeta = reward.components.lineRange?.f ?? 0;
   if ('tool_mask' in components) components.tool_mask = reward.components.mask;
   if ('reward_scale' in components) components.reward_scale = reward.components.rewardScale;
-  return { reward: reward.total, components, toolCallsPerTurn: toolCallsPerTurn(rollout), advantageScale: reward.advantageScale, ...common };
+  return {
+    reward: reward.total,
+    components,
+    toolCallsPerTurn: toolCallsPerTurn(rollout),
+    advantageScale: reward.advantageScale,
+    ...common,
+  };
 }

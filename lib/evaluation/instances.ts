@@ -30,7 +30,8 @@ const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function stringList(row: Record<string, unknown>, column: string, where: string): string[] {
   const value = row[column];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new Error(`${where}: column ${column} must be a list of strings`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new Error(`${where}: column ${column} must be a list of strings`);
   return value as string[];
 }
 
@@ -52,7 +53,9 @@ export async function loadEvaluationInstances(samplesUri: string, selected?: rea
     if ('error' in record) throw new Error(`${where}: ${record.error}`);
     const row = record.row as Record<string, unknown>;
     if (!('gold_files' in row)) {
-      throw new Error(`${where}: no ground-truth columns (gold_files …); evaluate the environment stage's samples (environment/samples.parquet), not CATM's`);
+      throw new Error(
+        `${where}: no ground-truth columns (gold_files …); evaluate the environment stage's samples (environment/samples.parquet), not CATM's`,
+      );
     }
     const instanceId = text(row, 'instanceId', where);
     if (wanted && !wanted.has(instanceId)) {
@@ -92,7 +95,8 @@ export function shardCountFor(instances: number, shardSize: number): number {
 /** Shard `index` of the ordered instances: consecutive runs of `shardSize`. */
 export function shardOf<T>(instances: readonly T[], shardSize: number, index: number): T[] {
   const count = shardCountFor(instances.length, shardSize);
-  if (!Number.isInteger(index) || index < 0 || index >= count) throw new RangeError(`shard ${index} does not exist: ${instances.length} instances make ${count} shards of ${shardSize}`);
+  if (!Number.isInteger(index) || index < 0 || index >= count)
+    throw new RangeError(`shard ${index} does not exist: ${instances.length} instances make ${count} shards of ${shardSize}`);
   return instances.slice(index * shardSize, (index + 1) * shardSize);
 }
 

@@ -16,7 +16,8 @@ export async function problemStatements(instancesPath: string, wanted: ReadonlyS
   const statements = new Map<string, string>();
   for await (const record of readRows(instancesPath)) {
     const parsed = parseInstanceRecord(record, `instances ${instancesPath}`);
-    if (parsed.ok && wanted.has(parsed.instance.instance_id)) statements.set(parsed.instance.instance_id, parsed.instance.problem_statement);
+    if (parsed.ok && wanted.has(parsed.instance.instance_id))
+      statements.set(parsed.instance.instance_id, parsed.instance.problem_statement);
   }
   return statements;
 }

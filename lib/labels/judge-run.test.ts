@@ -2,7 +2,13 @@ import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JudgeCandidate, Judgement } from '../../schemas/judge';
 import { JUDGE_REPLY_MAX_CHARS, JudgementSchema } from '../../schemas/judge';
-import { reply, startScriptedOpenAiServer, type ChatRequestBody, type ReplyScript, type ScriptedOpenAiServer } from '../../test/support/scripted-openai-server';
+import {
+  reply,
+  startScriptedOpenAiServer,
+  type ChatRequestBody,
+  type ReplyScript,
+  type ScriptedOpenAiServer,
+} from '../../test/support/scripted-openai-server';
 import { readRows } from '../artifacts';
 import { LlmAuthError, LlmNotFoundError } from '../llm/errors';
 import { goldFilesFromPatch } from '../patch/parse-diff';
@@ -232,7 +238,10 @@ describe('judgeCandidates', () => {
 
   it('keeps an unclear or empty reply as DEFAULTED (no error) and stores at most 500 characters of it', async () => {
     const long = `It depends. ${'The agent read the file and then '.repeat(40)}`;
-    const { judgements, summary } = await run((_b, i) => (i % 2 === 0 ? reply.text(long) : reply.text(null)), { candidates: candidates.slice(0, 4), concurrency: 1 });
+    const { judgements, summary } = await run((_b, i) => (i % 2 === 0 ? reply.text(long) : reply.text(null)), {
+      candidates: candidates.slice(0, 4),
+      concurrency: 1,
+    });
     expect(judgements.map((j) => j.verdict)).toEqual(['DEFAULTED', 'DEFAULTED', 'DEFAULTED', 'DEFAULTED']);
     expect(judgements[0]!.reply).toHaveLength(JUDGE_REPLY_MAX_CHARS);
     expect(judgements[0]!.reply.endsWith('…')).toBe(true);
@@ -273,7 +282,9 @@ describe('judgeCandidates', () => {
   });
 
   it('aborts on 404 (unknown model) instead of defaulting every file', async () => {
-    const error = await run(() => reply.error(404, { body: { error: { message: 'The model `judge-model` does not exist.' } } }), { concurrency: 2 }).catch((e: unknown) => e);
+    const error = await run(() => reply.error(404, { body: { error: { message: 'The model `judge-model` does not exist.' } } }), {
+      concurrency: 2,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LlmNotFoundError);
     expect(server!.requests.length).toBeLessThanOrEqual(2);
   });
@@ -335,7 +346,10 @@ describe('judgeCandidates', () => {
     expect(durable.length).toBeLessThan(forty.length);
     await server!.close();
 
-    const resumed = await run(oracle, { candidates: forty, alreadyJudged: new Set(durable.map((j) => judgementKey(j.trajectoryId, j.path))) });
+    const resumed = await run(oracle, {
+      candidates: forty,
+      alreadyJudged: new Set(durable.map((j) => judgementKey(j.trajectoryId, j.path))),
+    });
     expect(resumed.summary.counts.resumed).toBe(durable.length);
     expect(resumed.server.requests).toHaveLength(forty.length - durable.length);
     const keys = [...durable, ...resumed.judgements].map((j) => judgementKey(j.trajectoryId, j.path));

@@ -26,14 +26,7 @@
 
 export type ParsedVerdictLabel = 'RELEVANT' | 'NOT_RELEVANT' | 'DEFAULTED';
 
-export type VerdictRule =
-  | 'label-line'
-  | 'label-token'
-  | 'prose'
-  | 'empty'
-  | 'conflicting'
-  | 'negated-prose'
-  | 'no-verdict';
+export type VerdictRule = 'label-line' | 'label-token' | 'prose' | 'empty' | 'conflicting' | 'negated-prose' | 'no-verdict';
 
 export interface ParsedVerdict {
   verdict: ParsedVerdictLabel;
@@ -79,8 +72,7 @@ function unanimous(labels: Array<'RELEVANT' | 'NOT_RELEVANT'>): 'RELEVANT' | 'NO
 }
 
 /** A "relevant" whose nearest preceding words negate it, other than the canonical "not relevant" spelling. */
-const NEGATION_BEFORE =
-  /(?:\b(?:not|never|no|hardly|barely|scarcely|neither|nor|non|without)\b|n['’]t\b)[\s-]*(?:[\w'’]+\s+){0,2}$/i;
+const NEGATION_BEFORE = /(?:\b(?:not|never|no|hardly|barely|scarcely|neither|nor|non|without)\b|n['’]t\b)[\s-]*(?:[\w'’]+\s+){0,2}$/i;
 
 export function parseJudgeVerdict(reply: string | null | undefined): ParsedVerdict {
   const answer = stripThinking(reply ?? '');

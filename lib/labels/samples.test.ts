@@ -208,10 +208,14 @@ describe('buildSamples on SWE-bench Verified and the mined sample', () => {
     });
     expect(summary.samplesWritten + Object.values(summary.instancesSkipped).reduce((a, b) => a + b, 0)).toBe(summary.instancesRead);
     const details = summary.examples.map((e) => `${e.ordinal} ${e.reason}: ${e.detail}`);
-    expect(details).toContainEqual(`3 missingOrInvalid:base_commit: ${file} row 3: column base_commit: expected a full 40-hex-digit commit id (got "abc123")`);
+    expect(details).toContainEqual(
+      `3 missingOrInvalid:base_commit: ${file} row 3: column base_commit: expected a full 40-hex-digit commit id (got "abc123")`,
+    );
     expect(details.find((d) => d.startsWith('4 '))).toMatch(/row 4: column instance_id: .*\(missing\)/);
     expect(details.find((d) => d.startsWith('5 '))).toMatch(/row 5 \(django__django-14007\): column patch: /);
-    expect(details.find((d) => d.startsWith('6 '))).toMatch(/duplicateInstanceId: .*row 6: instance django__django-14534 already has a sample/);
+    expect(details.find((d) => d.startsWith('6 '))).toMatch(
+      /duplicateInstanceId: .*row 6: instance django__django-14534 already has a sample/,
+    );
     // The label of django-14007 went into the sample from row 7 (row 5, same id, had a bad patch).
     expect(samples[1]!.targetFiles).toEqual(['django/db/models/sql/compiler.py', 'django/db/models/base.py']);
   });
@@ -225,9 +229,27 @@ describe('Arrow schemas round-trip through the Parquet artifact writer', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'catm-parquet-'));
     const configHash = hashConfig({ test: 'catm-schemas' });
     const cases = [
-      { name: 'candidates', schemaName: MINED_CANDIDATES_SCHEMA_NAME, schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION, arrowSchema: minedCandidatesArrowSchema, rows: candidates },
-      { name: 'labels', schemaName: CATM_LABELS_SCHEMA_NAME, schemaVersion: CATM_LABELS_SCHEMA_VERSION, arrowSchema: catmLabelsArrowSchema, rows: labels },
-      { name: 'samples', schemaName: SAMPLES_SCHEMA_NAME, schemaVersion: SAMPLES_SCHEMA_VERSION, arrowSchema: samplesArrowSchema, rows: samples },
+      {
+        name: 'candidates',
+        schemaName: MINED_CANDIDATES_SCHEMA_NAME,
+        schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION,
+        arrowSchema: minedCandidatesArrowSchema,
+        rows: candidates,
+      },
+      {
+        name: 'labels',
+        schemaName: CATM_LABELS_SCHEMA_NAME,
+        schemaVersion: CATM_LABELS_SCHEMA_VERSION,
+        arrowSchema: catmLabelsArrowSchema,
+        rows: labels,
+      },
+      {
+        name: 'samples',
+        schemaName: SAMPLES_SCHEMA_NAME,
+        schemaVersion: SAMPLES_SCHEMA_VERSION,
+        arrowSchema: samplesArrowSchema,
+        rows: samples,
+      },
     ];
     for (const c of cases) {
       const file = path.join(dir, `${c.name}.parquet`);

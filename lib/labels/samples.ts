@@ -82,11 +82,7 @@ export type SamplesRun = {
  * Streams instance rows into samples. An instance with no retained label keeps its gold-only target set. A bad
  * instance row (bad column, unparseable patch, repeated id) is counted and skipped; the others go on.
  */
-export function buildSamples(
-  instances: AsyncIterable<RowRecord>,
-  labels: RetainedLabelIndex,
-  opts: { source?: string } = {},
-): SamplesRun {
+export function buildSamples(instances: AsyncIterable<RowRecord>, labels: RetainedLabelIndex, opts: { source?: string } = {}): SamplesRun {
   const source = opts.source ?? 'instances';
   const skipped = Object.fromEntries(INSTANCE_SKIP_REASONS.map((r) => [r, 0])) as Record<InstanceSkipReason, number>;
   const examples: SamplesSummary['examples'] = [];
@@ -108,7 +104,11 @@ export function buildSamples(
     const sameRepo = own.filter((l) => l.repo === instance.repo);
     if (sameRepo.length < own.length) {
       counts.labelsRepoMismatch += own.length - sameRepo.length;
-      note(null, 'labelRepoMismatch', `${own.length - sameRepo.length} label(s) of ${instance.instance_id} name another repo than ${instance.repo}`);
+      note(
+        null,
+        'labelRepoMismatch',
+        `${own.length - sameRepo.length} label(s) of ${instance.instance_id} name another repo than ${instance.repo}`,
+      );
     }
     counts.labelsUsed += sameRepo.length;
     const catmFiles = strongestPerPath(sameRepo);
@@ -136,14 +136,22 @@ export function buildSamples(
       }
       const { instance } = parsed;
       if (sampled.has(instance.instance_id)) {
-        skip('duplicateInstanceId', record.ordinal, `${source} row ${record.ordinal}: instance ${instance.instance_id} already has a sample; the first usable row is kept`);
+        skip(
+          'duplicateInstanceId',
+          record.ordinal,
+          `${source} row ${record.ordinal}: instance ${instance.instance_id} already has a sample; the first usable row is kept`,
+        );
         continue;
       }
       let goldFiles: string[];
       try {
         goldFiles = goldFilesFromPatch(instance.patch);
       } catch (err) {
-        skip('unparseablePatch', record.ordinal, `${source} row ${record.ordinal} (${instance.instance_id}): column patch: ${(err as Error).message}`);
+        skip(
+          'unparseablePatch',
+          record.ordinal,
+          `${source} row ${record.ordinal} (${instance.instance_id}): column patch: ${(err as Error).message}`,
+        );
         continue;
       }
       counts.samplesWritten++;

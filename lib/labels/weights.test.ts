@@ -55,7 +55,7 @@ describe('CATM weights (CodeGrep §3.4, Eq. 1–2)', () => {
   it('drops weights below 0.15 and keeps exactly 0.15', () => {
     const r = computeWeights([1, 100, 100]);
     expect(r.beta).toBe(100);
-    expectClose(r.unnormalized, [0.00690750, 0.5, 0.5]);
+    expectClose(r.unnormalized, [0.0069075, 0.5, 0.5]);
     expectClose(r.weights, [0.02058035, 1.48970982, 1.48970982]);
     expect(r.retained).toEqual([false, true, true]);
     expect(MIN_LABEL_WEIGHT).toBe(0.15);

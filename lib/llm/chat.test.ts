@@ -45,16 +45,25 @@ describe('createChatCompletion against a real HTTP server', () => {
   it('caps a long Retry-After at maxRetryAfterMs', async () => {
     const { llm } = await setup((_b, i) => (i === 0 ? reply.error(503, { headers: { 'retry-after': '3600' } }) : reply.text('ok')));
     const delays: number[] = [];
-    const result = await createChatCompletion(llm, { messages }, { policy: { ...fast, maxRetryAfterMs: 20 }, onRetry: (e) => delays.push(e.delayMs) });
+    const result = await createChatCompletion(
+      llm,
+      { messages },
+      { policy: { ...fast, maxRetryAfterMs: 20 }, onRetry: (e) => delays.push(e.delayMs) },
+    );
     expect(result.attempts).toBe(2);
     expect(delays).toEqual([20]);
   });
 
   it('retries 500, 502, a hang (per-attempt timeout) and a garbage body, then succeeds', async () => {
-    const script: ReplyScript = (_b, i) => [reply.error(500), reply.error(502, { body: 'Bad Gateway' }), reply.hang(), reply.garbage()][i] ?? reply.text('finally');
+    const script: ReplyScript = (_b, i) =>
+      [reply.error(500), reply.error(502, { body: 'Bad Gateway' }), reply.hang(), reply.garbage()][i] ?? reply.text('finally');
     const { server, llm } = await setup(script);
     const reasons: string[] = [];
-    const result = await createChatCompletion(llm, { messages }, { policy: { ...fast, maxAttempts: 5, timeoutMs: 500 }, onRetry: (e) => reasons.push(e.reason) });
+    const result = await createChatCompletion(
+      llm,
+      { messages },
+      { policy: { ...fast, maxAttempts: 5, timeoutMs: 500 }, onRetry: (e) => reasons.push(e.reason) },
+    );
     expect(result.completion.choices[0]?.message.content).toBe('finally');
     expect(result.attempts).toBe(5);
     expect(reasons[0]).toBe('HTTP 500: Internal server error');
@@ -66,7 +75,10 @@ describe('createChatCompletion against a real HTTP server', () => {
 
   it('treats a 2xx body without choices, or a text/plain body, as malformed and retries it', async () => {
     const script: ReplyScript = (_b, i) =>
-      [reply.garbage({ body: '{"id":"x","object":"chat.completion","choices":[]}' }), reply.garbage({ contentType: 'text/plain', body: 'hello' })][i] ?? reply.text('ok');
+      [
+        reply.garbage({ body: '{"id":"x","object":"chat.completion","choices":[]}' }),
+        reply.garbage({ contentType: 'text/plain', body: 'hello' }),
+      ][i] ?? reply.text('ok');
     const { llm } = await setup(script);
     const reasons: string[] = [];
     const result = await createChatCompletion(llm, { messages }, { policy: fast, onRetry: (e) => reasons.push(e.reason) });
@@ -79,7 +91,9 @@ describe('createChatCompletion against a real HTTP server', () => {
     const error = await createChatCompletion(llm, { messages }, { policy: { ...fast, maxAttempts: 3 } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LlmRetriesExhaustedError);
     expect((error as LlmRetriesExhaustedError).attempts).toBe(3);
-    expect((error as Error).message).toBe(`LLM endpoint ${server.baseUrl} failed 3 attempt(s); last failure: HTTP 500: Internal server error`);
+    expect((error as Error).message).toBe(
+      `LLM endpoint ${server.baseUrl} failed 3 attempt(s); last failure: HTTP 500: Internal server error`,
+    );
     expect(server.requests).toHaveLength(3);
   });
 
@@ -94,8 +108,11 @@ describe('createChatCompletion against a real HTTP server', () => {
   });
 
   it('does not retry 403, 404 or 400', async () => {
-    const { server, llm } = await setup((_b, i) =>
-      [reply.error(403), reply.error(404, { body: { error: { message: 'The model `judge-model` does not exist.' } } }), reply.error(400)][i]!,
+    const { server, llm } = await setup(
+      (_b, i) =>
+        [reply.error(403), reply.error(404, { body: { error: { message: 'The model `judge-model` does not exist.' } } }), reply.error(400)][
+          i
+        ]!,
     );
     await expect(createChatCompletion(llm, { messages }, { policy: fast })).rejects.toBeInstanceOf(LlmAuthError);
     const notFound = await createChatCompletion(llm, { messages }, { policy: fast }).catch((e: unknown) => e);
@@ -119,7 +136,9 @@ describe('createChatCompletion against a real HTTP server', () => {
     const { server, llm } = await setup(() => reply.hang());
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('activity cancelled')), 50);
-    await expect(createChatCompletion(llm, { messages }, { policy: fast, signal: controller.signal })).rejects.toThrow('activity cancelled');
+    await expect(createChatCompletion(llm, { messages }, { policy: fast, signal: controller.signal })).rejects.toThrow(
+      'activity cancelled',
+    );
     await expect.poll(() => server.inFlight).toBe(0);
     expect(server.requests).toHaveLength(1);
   });

@@ -23,7 +23,8 @@ export interface ChatResult {
 /** Fails (retryably) unless the body has the shape every caller relies on: a first choice with a message. */
 function assertChatCompletion(body: unknown, endpoint: string): ChatCompletion {
   if (body === null || typeof body !== 'object') {
-    const preview = typeof body === 'string' ? `text body ${JSON.stringify(body.slice(0, 80))}` : `a ${body === null ? 'null' : typeof body} body`;
+    const preview =
+      typeof body === 'string' ? `text body ${JSON.stringify(body.slice(0, 80))}` : `a ${body === null ? 'null' : typeof body} body`;
     throw new LlmMalformedResponseError(endpoint, preview);
   }
   const choices = (body as { choices?: unknown }).choices;

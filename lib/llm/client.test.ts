@@ -11,12 +11,17 @@ describe('resolveLlmEndpoint', () => {
     const env = { CODEGREP_LLM_BASE_URL: 'http://127.0.0.1:8000/v1', CODEGREP_LLM_MODEL: 'glm', CODEGREP_LLM_API_KEY: 'sk-env' };
     expect(resolveLlmEndpoint(undefined, env)).toEqual({ baseUrl: 'http://127.0.0.1:8000/v1', model: 'glm', apiKey: 'sk-env' });
     expect(resolveLlmEndpoint({ model: 'qwen' }, env)).toEqual({ baseUrl: 'http://127.0.0.1:8000/v1', model: 'qwen', apiKey: 'sk-env' });
-    expect(resolveLlmEndpoint(undefined, { AGENT_BASE_URL: 'http://h/v1', AGENT_MODEL: 'a' }, 'AGENT')).toEqual({ baseUrl: 'http://h/v1', model: 'a' });
+    expect(resolveLlmEndpoint(undefined, { AGENT_BASE_URL: 'http://h/v1', AGENT_MODEL: 'a' }, 'AGENT')).toEqual({
+      baseUrl: 'http://h/v1',
+      model: 'a',
+    });
   });
 
   it('names the missing model and the malformed URL with where they come from', () => {
     expect(() => resolveLlmEndpoint(undefined, { CODEGREP_LLM_BASE_URL: 'http://h/v1' })).toThrow(/model \(config or CODEGREP_LLM_MODEL\)/);
-    expect(() => resolveLlmEndpoint({ baseUrl: 'localhost:8000', model: 'm' }, {})).toThrow(/baseUrl \(config or CODEGREP_LLM_BASE_URL\): baseUrl must be an http\(s\) URL/);
+    expect(() => resolveLlmEndpoint({ baseUrl: 'localhost:8000', model: 'm' }, {})).toThrow(
+      /baseUrl \(config or CODEGREP_LLM_BASE_URL\): baseUrl must be an http\(s\) URL/,
+    );
   });
 });
 

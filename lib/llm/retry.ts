@@ -1,12 +1,6 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { followAbort } from './abort';
-import {
-  LlmAuthError,
-  LlmMalformedResponseError,
-  LlmNotFoundError,
-  LlmRequestRejectedError,
-  LlmRetriesExhaustedError,
-} from './errors';
+import { LlmAuthError, LlmMalformedResponseError, LlmNotFoundError, LlmRequestRejectedError, LlmRetriesExhaustedError } from './errors';
 
 /**
  * Our own retry policy for LLM calls. The `openai` client can retry too (408, 409, 429, 5xx, connection errors
@@ -75,7 +69,11 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
  * "Equal jitter": half the exponential step is fixed, half random, so concurrent callers spread out but no
  * retry collapses to an immediate re-send.
  */
-export function backoffDelayMs(retryNumber: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, random: () => number = Math.random): number {
+export function backoffDelayMs(
+  retryNumber: number,
+  policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>,
+  random: () => number = Math.random,
+): number {
   const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, retryNumber - 1));
   return step / 2 + random() * (step / 2);
 }
@@ -100,9 +98,7 @@ export function parseRetryAfterMs(headers: Headers | undefined, now: number = Da
   return Math.max(0, date - now);
 }
 
-export type FailureClass =
-  | { kind: 'retry'; reason: string; retryAfterMs?: number }
-  | { kind: 'fatal'; error: Error };
+export type FailureClass = { kind: 'retry'; reason: string; retryAfterMs?: number } | { kind: 'fatal'; error: Error };
 
 function serverMessage(error: APIError): string {
   const body = error.error as { message?: unknown } | undefined;

@@ -49,11 +49,7 @@ function levelScore(predicted: string[], gold: string[], beta: number): LevelSco
 }
 
 /** Precision, recall, Fβ and F1 at file, module and function level for one instance. */
-export function levelScores(
-  predicted: LocalizationSets,
-  gold: LocalizationSets,
-  beta: number = F_BETA,
-): Record<Level, LevelScores> {
+export function levelScores(predicted: LocalizationSets, gold: LocalizationSets, beta: number = F_BETA): Record<Level, LevelScores> {
   return {
     file: levelScore(dedupePaths(predicted.files), dedupePaths(gold.files), beta),
     module: levelScore(dedupeEntityIds(predicted.modules), dedupeEntityIds(gold.modules), beta),

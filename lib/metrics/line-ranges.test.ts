@@ -31,7 +31,10 @@ describe('line-range Fβ (CodeGrep App. B)', () => {
     expect(s).toMatchObject({ tp: 1, fp: 1, fn: 1, precision: 0.5, recall: 0.5 });
     // The other order pairs both.
     const t = lineRangeScores([r('f.py', 10, 14), r('f.py', 15, 24)], [g0, g1]);
-    expect(t.matches).toEqual([{ predicted: 0, gold: 0 }, { predicted: 1, gold: 1 }]);
+    expect(t.matches).toEqual([
+      { predicted: 0, gold: 0 },
+      { predicted: 1, gold: 1 },
+    ]);
     expect(t.f).toBe(1);
   });
 

@@ -80,11 +80,7 @@ export function rangeMatches(p: LineRange, g: LineRange): boolean {
  * the file score. Pr is a list: a repeated predicted range is scored twice (and can match at most one more
  * gold range). Under merge mode, predicted ranges on CATM-only files are dropped before scoring.
  */
-export function lineRangeScores(
-  predicted: readonly LineRange[],
-  gold: readonly LineRange[],
-  opts: LineRangeOptions = {},
-): LineRangeScores {
+export function lineRangeScores(predicted: readonly LineRange[], gold: readonly LineRange[], opts: LineRangeOptions = {}): LineRangeScores {
   const beta = opts.beta ?? F_BETA;
   const dropped = new Set<string>();
   for (const f of opts.catmOnlyFiles ?? []) dropped.add(normalizeRepoPath(f));

@@ -15,9 +15,7 @@ export function applyFilePatch(preImage: string, file: FilePatch): string {
   for (const hunk of file.hunks) {
     const start = hunk.oldLines === 0 ? hunk.oldStart : hunk.oldStart - 1;
     if (start < next || start > old.length) {
-      throw new Error(
-        `${file.path}: hunk @@ -${hunk.oldStart},${hunk.oldLines} @@ does not fit a pre-image of ${old.length} lines`,
-      );
+      throw new Error(`${file.path}: hunk @@ -${hunk.oldStart},${hunk.oldLines} @@ does not fit a pre-image of ${old.length} lines`);
     }
     out.push(...old.slice(next, start));
     next = start;

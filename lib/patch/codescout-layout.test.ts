@@ -93,7 +93,11 @@ describe('module and function levels: ours, CodeScout’s and LocAgent’s', () 
   });
 
   it('scores a LocAgent-style module list (top-level functions as modules) below 1 against our classes-only modules', () => {
-    const gold = { files: ['widgets/gears.py'], modules: ['widgets/gears.py:Gear'], functions: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh'] };
+    const gold = {
+      files: ['widgets/gears.py'],
+      modules: ['widgets/gears.py:Gear'],
+      functions: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh'],
+    };
     const locagentStyle = { ...gold, modules: ['widgets/gears.py:Gear', 'widgets/gears.py:mesh'] };
     const scores = levelScores(locagentStyle, gold);
     expect(scores.module.precision).toBe(0.5);

@@ -191,7 +191,15 @@ describe('entitiesTouchedByFilePatch: removed lines in the pre-image, added line
   });
 
   it('a docstring-only edit touches nothing (CodeScout §3.1 iii)', async () => {
-    expect(await touched('@@ -24,2 +24,2 @@', '-    """Model docstring', '-    spanning lines."""', '+    """Model docstring', '+    over two lines."""')).toEqual({
+    expect(
+      await touched(
+        '@@ -24,2 +24,2 @@',
+        '-    """Model docstring',
+        '-    spanning lines."""',
+        '+    """Model docstring',
+        '+    over two lines."""',
+      ),
+    ).toEqual({
       modules: [],
       functions: [],
     });

@@ -110,8 +110,16 @@ describe('locateHunks', () => {
       [6, 6],
       [9, 9],
     ]);
-    expect(located.hunkRanges).toEqual([[1, 2], [6, 7], [9, 9]]);
-    expect(located.preImageChangedRanges).toEqual([[2, 2], [7, 7], [9, 9]]);
+    expect(located.hunkRanges).toEqual([
+      [1, 2],
+      [6, 7],
+      [9, 9],
+    ]);
+    expect(located.preImageChangedRanges).toEqual([
+      [2, 2],
+      [7, 7],
+      [9, 9],
+    ]);
     expect(located.hunks[1]!.lines.map((l) => [l.oldLine, l.newLine])).toEqual([
       [6, 6],
       [7, null],
@@ -122,7 +130,10 @@ describe('locateHunks', () => {
   it('prefers the nearest match and never goes back before the previous hunk', () => {
     const repeated = ['x', 'y', 'x', 'y', 'x', 'y'].join('\n') + '\n';
     const file = parseUnifiedDiff(header + '@@ -4,1 +4,1 @@\n-x\n+X\n@@ -4,1 +4,1 @@\n-x\n+Z\n')[0]!;
-    expect(locateHunks(repeated, file).hunkRanges).toEqual([[3, 3], [5, 5]]);
+    expect(locateHunks(repeated, file).hunkRanges).toEqual([
+      [3, 3],
+      [5, 5],
+    ]);
   });
 
   it('names the file and hunk when a hunk matches nowhere', () => {
@@ -133,7 +144,9 @@ describe('locateHunks', () => {
 
 describe('groundTruthForPatch on synthetic multi-file patches', () => {
   const sources: Record<string, string> = {
-    'pkg/core.py': ['import os', '', 'class Engine:', '    speed = 1', '', '    def run(self):', '        return os.getcwd()', ''].join('\n'),
+    'pkg/core.py': ['import os', '', 'class Engine:', '    speed = 1', '', '    def run(self):', '        return os.getcwd()', ''].join(
+      '\n',
+    ),
     'pkg/old.py': 'def legacy():\n    return 0\n',
     'pkg/gone.py': 'x = 1\n',
     'README.md': '# Title\n\ntext\n',
@@ -267,9 +280,18 @@ describe('ground-truth columns in a real Parquet artifact', () => {
   });
 
   it('names the column when a row does not fit', () => {
-    const good = groundTruthToColumns(GroundTruthSchema.parse({
-      files: [], lineRanges: [], changedLineRanges: [], modules: [], functions: [], newFiles: [], deletedFiles: [], preImageErrors: [],
-    }));
+    const good = groundTruthToColumns(
+      GroundTruthSchema.parse({
+        files: [],
+        lineRanges: [],
+        changedLineRanges: [],
+        modules: [],
+        functions: [],
+        newFiles: [],
+        deletedFiles: [],
+        preImageErrors: [],
+      }),
+    );
     expect(() => groundTruthFromColumns({ ...good, gold_line_ranges: [{ path: 'a', start: 5, end: 2 }] })).toThrow(
       /^ground-truth column gold_line_ranges\.0: line range end must be >= start/,
     );

@@ -9,8 +9,7 @@ export const isPythonPath = (path: string) => path.endsWith('.py');
 /** Pre-image contents of a repo-relative path, or null when the file does not exist at the base commit. */
 export type ReadPreImage = (path: string) => Promise<string | null>;
 
-const needsEntities = (file: FilePatch) =>
-  isPythonPath(file.path) && (file.status === 'modified' || file.status === 'renamed');
+const needsEntities = (file: FilePatch) => isPythonPath(file.path) && (file.status === 'modified' || file.status === 'renamed');
 
 /**
  * Ground truth of one gold patch (SPEC §5): changed files, pre-image hunk and changed-line ranges, and for

@@ -41,14 +41,37 @@ const REAL_CASES: { id: string; repo: string; files: ReturnType<typeof summary> 
       {
         path: 'astropy/coordinates/builtin_frames/intermediate_rotation_transforms.py',
         status: 'modified',
-        hunks: [[71, 77], [146, 154], [161, 169], [196, 204], [211, 219]],
-        changed: [[74, 74], [149, 149], [151, 151], [164, 164], [166, 166], [199, 199], [201, 201], [214, 214], [216, 216]],
+        hunks: [
+          [71, 77],
+          [146, 154],
+          [161, 169],
+          [196, 204],
+          [211, 219],
+        ],
+        changed: [
+          [74, 74],
+          [149, 149],
+          [151, 151],
+          [164, 164],
+          [166, 166],
+          [199, 199],
+          [201, 201],
+          [214, 214],
+          [216, 216],
+        ],
       },
       {
         path: 'astropy/coordinates/builtin_frames/itrs.py',
         status: 'modified',
         hunks: [[3, 28]],
-        changed: [[6, 7], [10, 10], [12, 12], [17, 17], [19, 19], [25, 25]],
+        changed: [
+          [6, 7],
+          [10, 10],
+          [12, 12],
+          [17, 17],
+          [19, 19],
+          [25, 25],
+        ],
       },
       { path: 'astropy/coordinates/builtin_frames/itrs_observed_transforms.py', status: 'added', hunks: [], changed: [] },
     ],
@@ -348,9 +371,20 @@ describe('parseUnifiedDiff on synthetic patches', () => {
       '-gone2',
     ].join('\n');
     const [file] = parseUnifiedDiff(patch);
-    expect(file!.hunkRanges).toEqual([[1, 1], [10, 10], [20, 21]]);
-    expect(file!.preImageChangedRanges).toEqual([[1, 1], [10, 10], [20, 21]]);
-    expect(file!.hunks[1]!.lines.map((l) => [l.afterOldLine, l.newLine])).toEqual([[10, 12], [10, 13]]);
+    expect(file!.hunkRanges).toEqual([
+      [1, 1],
+      [10, 10],
+      [20, 21],
+    ]);
+    expect(file!.preImageChangedRanges).toEqual([
+      [1, 1],
+      [10, 10],
+      [20, 21],
+    ]);
+    expect(file!.hunks[1]!.lines.map((l) => [l.afterOldLine, l.newLine])).toEqual([
+      [10, 12],
+      [10, 13],
+    ]);
   });
 
   it('hunks without counts, adjacent changes merged, insertion next to a removal is a replacement', () => {
@@ -377,8 +411,15 @@ describe('parseUnifiedDiff on synthetic patches', () => {
       [1, 1, 1, 1],
       [5, 6, 5, 6],
     ]);
-    expect(file!.hunkRanges).toEqual([[1, 1], [5, 10]]);
-    expect(file!.preImageChangedRanges).toEqual([[1, 1], [6, 7], [9, 9]]);
+    expect(file!.hunkRanges).toEqual([
+      [1, 1],
+      [5, 10],
+    ]);
+    expect(file!.preImageChangedRanges).toEqual([
+      [1, 1],
+      [6, 7],
+      [9, 9],
+    ]);
   });
 
   it('quoted paths with spaces, escapes and UTF-8 octal bytes; unquoted paths with spaces', () => {

@@ -262,10 +262,7 @@ function changedRanges(hunk: Hunk): LineRange[] {
 }
 
 /** Whole-hunk and changed-line pre-image ranges of a file's hunks (none for an added file). */
-export function preImageRanges(
-  status: FileStatus,
-  hunks: Hunk[],
-): { hunkRanges: LineRange[]; preImageChangedRanges: LineRange[] } {
+export function preImageRanges(status: FileStatus, hunks: Hunk[]): { hunkRanges: LineRange[]; preImageChangedRanges: LineRange[] } {
   if (status === 'added') return { hunkRanges: [], preImageChangedRanges: [] };
   return { hunkRanges: hunks.map(hunkRange), preImageChangedRanges: mergeRanges(hunks.flatMap(changedRanges)) };
 }
@@ -282,12 +279,8 @@ function finishSection(section: Section, endLine: number): FilePatch {
   const deleted = section.deletedFileMode !== null || section.plusPath === null;
   if (added && deleted) throw new PatchParseError(endLine, `${where} is both a new and a deleted file`);
 
-  let oldPath: string | null = added
-    ? null
-    : section.renameFrom ?? section.copyFrom ?? section.minusPath ?? section.gitA ?? null;
-  let newPath: string | null = deleted
-    ? null
-    : section.renameTo ?? section.copyTo ?? section.plusPath ?? section.gitB ?? null;
+  let oldPath: string | null = added ? null : (section.renameFrom ?? section.copyFrom ?? section.minusPath ?? section.gitA ?? null);
+  let newPath: string | null = deleted ? null : (section.renameTo ?? section.copyTo ?? section.plusPath ?? section.gitB ?? null);
   if (added && newPath === null) newPath = section.gitB;
   if (deleted && oldPath === null) oldPath = section.gitA;
 
@@ -403,7 +396,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
         continue;
       }
     }
-    if (open !== null && (line.startsWith('Binary files ') && line.endsWith(' differ'))) {
+    if (open !== null && line.startsWith('Binary files ') && line.endsWith(' differ')) {
       open.isBinary = true;
       i++;
       continue;

@@ -46,7 +46,17 @@ export async function goldPatches(
 }
 
 export function emptyGroundTruthSummary(): GroundTruthSummary {
-  return { samples: 0, withGroundTruth: 0, withoutWorktree: 0, patchErrors: 0, preImageErrors: 0, files: 0, modules: 0, functions: 0, fromFileChanges: 0 };
+  return {
+    samples: 0,
+    withGroundTruth: 0,
+    withoutWorktree: 0,
+    patchErrors: 0,
+    preImageErrors: 0,
+    files: 0,
+    modules: 0,
+    functions: 0,
+    fromFileChanges: 0,
+  };
 }
 
 /**

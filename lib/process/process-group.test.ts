@@ -17,7 +17,11 @@ describe('startProcessGroup', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'process-group-'));
     dirs.push(dir);
     const files = { stdout: path.join(dir, 'out'), stderr: path.join(dir, 'err') };
-    const group = startProcessGroup('sh', ['-c', 'echo out; echo err >&2'], { env, stdout: { file: files.stdout }, stderr: { file: files.stderr } });
+    const group = startProcessGroup('sh', ['-c', 'echo out; echo err >&2'], {
+      env,
+      stdout: { file: files.stdout },
+      stderr: { file: files.stderr },
+    });
     await group.spawned;
     expect((await group.exited).code).toBe(0);
     expect([readFileSync(files.stdout, 'utf8'), readFileSync(files.stderr, 'utf8')]).toEqual(['out\n', 'err\n']);
@@ -47,7 +51,10 @@ describe('startProcessGroup', () => {
     polite.stop('target');
     expect(await polite.exited).toMatchObject({ signal: 'SIGTERM', stoppedFor: 'target' });
     const stubborn = startProcessGroup('sh', ['-c', 'trap "" TERM; echo ready; sleep 30 & wait'], {
-      env, graceMs: 300, stdout: () => undefined, onForceKill: (reason) => (forced = reason),
+      env,
+      graceMs: 300,
+      stdout: () => undefined,
+      onForceKill: (reason) => (forced = reason),
     });
     await stubborn.spawned;
     await new Promise((r) => setTimeout(r, 200));

@@ -65,7 +65,11 @@ export class ProcessGroup {
   private stopReason: string | null = null;
   private killTimer: NodeJS.Timeout | undefined;
 
-  constructor(program: string, args: readonly string[], private readonly options: ProcessGroupOptions) {
+  constructor(
+    program: string,
+    args: readonly string[],
+    private readonly options: ProcessGroupOptions,
+  ) {
     const files: number[] = [];
     const stdio = (target: OutputTarget | undefined): 'ignore' | 'pipe' | number => {
       if (target === undefined || target === 'ignore') return 'ignore';

@@ -4,7 +4,12 @@ import { effectiveAlgorithm, RECIPE_PRESETS, recipePreset, trainerRecipeName } f
 
 describe('recipe presets (lib/recipes/presets.json, shared with trainer/recipes.py)', () => {
   it("gives each recipe the paper's answer format, masking, turn limit and algorithm", () => {
-    expect(recipePreset('codescout')).toEqual({ answerFormat: 'codescout', maskUnansweredAtTurnLimit: true, maxTurns: 4, algorithm: 'gspo' });
+    expect(recipePreset('codescout')).toEqual({
+      answerFormat: 'codescout',
+      maskUnansweredAtTurnLimit: true,
+      maxTurns: 4,
+      algorithm: 'gspo',
+    });
     for (const v of ['v1', 'v2', 'v3'] as const) {
       expect(recipePreset(v)).toEqual({ answerFormat: 'codegrep', maskUnansweredAtTurnLimit: false, maxTurns: 4, algorithm: 'grpo' });
     }

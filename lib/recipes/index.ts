@@ -38,8 +38,18 @@ const RecipePresetSchema = z
 
 const PresetsSchema = z.object({
   $comment: z.string(),
-  algorithms: z.record(TrainerAlgorithmName, z.object({ clip_low: entry(z.number()), clip_high: entry(z.number()), normalize_advantage_std: entry(z.boolean()) }).strict()),
-  recipes: z.object({ 'codegrep-v1': RecipePresetSchema, 'codegrep-v2': RecipePresetSchema, 'codegrep-v3': RecipePresetSchema, codescout: RecipePresetSchema }).strict(),
+  algorithms: z.record(
+    TrainerAlgorithmName,
+    z.object({ clip_low: entry(z.number()), clip_high: entry(z.number()), normalize_advantage_std: entry(z.boolean()) }).strict(),
+  ),
+  recipes: z
+    .object({
+      'codegrep-v1': RecipePresetSchema,
+      'codegrep-v2': RecipePresetSchema,
+      'codegrep-v3': RecipePresetSchema,
+      codescout: RecipePresetSchema,
+    })
+    .strict(),
 });
 
 export const RECIPE_PRESETS = PresetsSchema.parse(presetsJson);
@@ -52,7 +62,10 @@ export function trainerRecipeName(recipe: TrainingRecipe): TrainerRecipeName {
 }
 
 /** trainer/config.py spells Dr.GRPO `dr_grpo`; the run config `drgrpo`. */
-const TS_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', dr_grpo: 'drgrpo' } as const satisfies Record<z.infer<typeof TrainerAlgorithmName>, TrainingAlgorithm>;
+const TS_ALGORITHM = { grpo: 'grpo', gspo: 'gspo', dr_grpo: 'drgrpo' } as const satisfies Record<
+  z.infer<typeof TrainerAlgorithmName>,
+  TrainingAlgorithm
+>;
 
 export interface RecipeSummary {
   answerFormat: AnswerFormat;

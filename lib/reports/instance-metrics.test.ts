@@ -43,7 +43,15 @@ describe('scoreInstance', () => {
       'gold-patch',
     );
     // P = 1/2, R = 1/2: Fβ = F1 = 1/2.
-    expect(m).toMatchObject({ goldFiles: 2, predictedFiles: 2, filePrecision: 0.5, fileRecall: 0.5, fileFBeta: 0.5, fileF1: 0.5, failed: false });
+    expect(m).toMatchObject({
+      goldFiles: 2,
+      predictedFiles: 2,
+      filePrecision: 0.5,
+      fileRecall: 0.5,
+      fileFBeta: 0.5,
+      fileF1: 0.5,
+      failed: false,
+    });
     // Both gold files first appear together at rank 3.
     expect([m.accAt1, m.accAt3, m.accAt5]).toEqual([0, 1, 1]);
     expect([m.lineRangeFBeta, m.moduleF1, m.functionF1, m.turns]).toEqual([null, null, null, null]);
@@ -79,7 +87,14 @@ describe('scoreInstance', () => {
       truth,
       'gold-patch',
     );
-    expect(m).toMatchObject({ filePrecision: 1, fileRecall: 0.5, modulePrecision: 0.5, moduleRecall: 1, functionPrecision: 1, functionRecall: 0.5 });
+    expect(m).toMatchObject({
+      filePrecision: 1,
+      fileRecall: 0.5,
+      modulePrecision: 0.5,
+      moduleRecall: 1,
+      functionPrecision: 1,
+      functionRecall: 0.5,
+    });
     expect(m.fileF1).toBeCloseTo(2 / 3, 15);
     expect(m.moduleF1).toBeCloseTo(2 / 3, 15);
     expect(m.functionF1).toBeCloseTo(2 / 3, 15);
@@ -95,7 +110,11 @@ describe('scoreInstance', () => {
   });
 
   it('normalises paths before comparing and counts each file once', () => {
-    const m = scoreInstance(prediction({ files: ['./pkg/a.py', 'pkg\\a.py', 'pkg//b.py'], ranked: ['./pkg/a.py', 'pkg/b.py'] }), truth, 'gold-patch');
+    const m = scoreInstance(
+      prediction({ files: ['./pkg/a.py', 'pkg\\a.py', 'pkg//b.py'], ranked: ['./pkg/a.py', 'pkg/b.py'] }),
+      truth,
+      'gold-patch',
+    );
     expect(m).toMatchObject({ predictedFiles: 2, fileFBeta: 1, accAt1: 0, accAt3: 1 });
   });
 });

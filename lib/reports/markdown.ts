@@ -12,7 +12,9 @@ export interface ReportArtifacts {
 function markdownTable(table: ReportTable): string {
   const separator = table.align.map((a) => (a === 'right' ? '---:' : '---'));
   const line = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
-  return [`## ${table.title}`, '', table.caption, '', line(table.headers), `| ${separator.join(' | ')} |`, ...table.rows.map(line)].join('\n');
+  return [`## ${table.title}`, '', table.caption, '', line(table.headers), `| ${separator.join(' | ')} |`, ...table.rows.map(line)].join(
+    '\n',
+  );
 }
 
 /** The evaluation report as Markdown: the tables of reportTables(), failed retrievers, and the artifacts. */

@@ -38,10 +38,47 @@ function row(overrides: Partial<ScoredInstance>): ScoredInstance {
   };
 }
 
-const bm25Rows = [row({ instanceId: 'a' }), row({ instanceId: 'b', filePrecision: 0, fileRecall: 0, fileFBeta: 0, fileF1: 0, accAt1: 0, accAt3: 0, accAt5: 1 })];
+const bm25Rows = [
+  row({ instanceId: 'a' }),
+  row({ instanceId: 'b', filePrecision: 0, fileRecall: 0, fileFBeta: 0, fileF1: 0, accAt1: 0, accAt3: 0, accAt5: 1 }),
+];
 const scoutRows = [
-  row({ instanceId: 'a', kind: 'agent', filePrecision: 1, fileRecall: 1, fileFBeta: 1, fileF1: 1, moduleF1: 1, modulePrecision: 1, moduleRecall: 1, functionF1: 0.5, functionPrecision: 0.5, functionRecall: 0.5, accAt1: null, accAt3: null, accAt5: null, turns: 2 }),
-  row({ instanceId: 'b', kind: 'agent', filePrecision: 1, fileRecall: 1, fileFBeta: 1, fileF1: 1, moduleF1: 1, modulePrecision: 1, moduleRecall: 1, functionF1: 1, functionPrecision: 1, functionRecall: 1, accAt1: null, accAt3: null, accAt5: null, turns: 1 }),
+  row({
+    instanceId: 'a',
+    kind: 'agent',
+    filePrecision: 1,
+    fileRecall: 1,
+    fileFBeta: 1,
+    fileF1: 1,
+    moduleF1: 1,
+    modulePrecision: 1,
+    moduleRecall: 1,
+    functionF1: 0.5,
+    functionPrecision: 0.5,
+    functionRecall: 0.5,
+    accAt1: null,
+    accAt3: null,
+    accAt5: null,
+    turns: 2,
+  }),
+  row({
+    instanceId: 'b',
+    kind: 'agent',
+    filePrecision: 1,
+    fileRecall: 1,
+    fileFBeta: 1,
+    fileF1: 1,
+    moduleF1: 1,
+    modulePrecision: 1,
+    moduleRecall: 1,
+    functionF1: 1,
+    functionPrecision: 1,
+    functionRecall: 1,
+    accAt1: null,
+    accAt3: null,
+    accAt5: null,
+    turns: 1,
+  }),
 ];
 
 const summary: EvaluationSummary = {
@@ -84,8 +121,16 @@ describe('Markdown report', () => {
 
 describe('HTML report', () => {
   const html = renderHtmlReport(summary, artifacts, [
-    { name: 'bm25', fBeta: bm25Rows.map((r) => r.fileFBeta), points: bm25Rows.map((r) => ({ precision: r.filePrecision, recall: r.fileRecall, label: r.instanceId })) },
-    { name: 'scout', fBeta: scoutRows.map((r) => r.fileFBeta), points: scoutRows.map((r) => ({ precision: r.filePrecision, recall: r.fileRecall, label: r.instanceId })) },
+    {
+      name: 'bm25',
+      fBeta: bm25Rows.map((r) => r.fileFBeta),
+      points: bm25Rows.map((r) => ({ precision: r.filePrecision, recall: r.fileRecall, label: r.instanceId })),
+    },
+    {
+      name: 'scout',
+      fBeta: scoutRows.map((r) => r.fileFBeta),
+      points: scoutRows.map((r) => ({ precision: r.filePrecision, recall: r.fileRecall, label: r.instanceId })),
+    },
   ]);
 
   it('is self-contained: inline style and SVG, no script, no external resource', () => {
@@ -115,7 +160,10 @@ describe('charts', () => {
 
   it('scales a scatter circle with the number of instances at the same point', () => {
     const one = precisionRecallScatterSvg([{ precision: 0, recall: 0, label: 'x' }], 't');
-    const five = precisionRecallScatterSvg(Array.from({ length: 5 }, (_, i) => ({ precision: 0, recall: 0, label: `x${i}` })), 't');
+    const five = precisionRecallScatterSvg(
+      Array.from({ length: 5 }, (_, i) => ({ precision: 0, recall: 0, label: `x${i}` })),
+      't',
+    );
     expect(one).toContain('r="3"');
     expect(five).toContain('r="7"');
     expect(() => precisionRecallScatterSvg([{ precision: Number.NaN, recall: 0, label: 'x' }], 't')).toThrow(/precision is NaN/);

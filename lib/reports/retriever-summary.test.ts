@@ -36,9 +36,45 @@ function row(overrides: Partial<ScoredInstance>): ScoredInstance {
 
 describe('summarizeRetriever (CodeGrep Table 2, CodeScout Table 3)', () => {
   const agentRows = [
-    row({ instanceId: 'a', fileFBeta: 1, fileF1: 1, filePrecision: 1, fileRecall: 1, turns: 2, toolCalls: 4, promptTokens: 100, completionTokens: 10, answerValid: true, lineRangeFBeta: 0.5 }),
-    row({ instanceId: 'b', fileFBeta: 0.8, fileF1: 0.8, filePrecision: 0.8, fileRecall: 0.8, turns: 3, toolCalls: 6, promptTokens: 300, completionTokens: 30, answerValid: true, lineRangeFBeta: 0 }),
-    row({ instanceId: 'c', fileFBeta: 0.2, fileF1: 0.25, filePrecision: 0.5, fileRecall: 0.1, turns: 4, toolCalls: 8, promptTokens: 500, completionTokens: 50, answerValid: false, lineRangeFBeta: 1 }),
+    row({
+      instanceId: 'a',
+      fileFBeta: 1,
+      fileF1: 1,
+      filePrecision: 1,
+      fileRecall: 1,
+      turns: 2,
+      toolCalls: 4,
+      promptTokens: 100,
+      completionTokens: 10,
+      answerValid: true,
+      lineRangeFBeta: 0.5,
+    }),
+    row({
+      instanceId: 'b',
+      fileFBeta: 0.8,
+      fileF1: 0.8,
+      filePrecision: 0.8,
+      fileRecall: 0.8,
+      turns: 3,
+      toolCalls: 6,
+      promptTokens: 300,
+      completionTokens: 30,
+      answerValid: true,
+      lineRangeFBeta: 0,
+    }),
+    row({
+      instanceId: 'c',
+      fileFBeta: 0.2,
+      fileF1: 0.25,
+      filePrecision: 0.5,
+      fileRecall: 0.1,
+      turns: 4,
+      toolCalls: 8,
+      promptTokens: 500,
+      completionTokens: 50,
+      answerValid: false,
+      lineRangeFBeta: 1,
+    }),
     row({ instanceId: 'd', failed: true, turns: null, toolCalls: null, answerValid: null, lineRangeFBeta: 0 }),
   ];
 
@@ -74,8 +110,31 @@ describe('summarizeRetriever (CodeGrep Table 2, CodeScout Table 3)', () => {
 
   it('reports Acc@k for ranked retrievers and the levels a retriever predicts; no turns for non-agentic retrievers', () => {
     const ranked = [
-      row({ kind: 'predictions', accAt1: 1, accAt3: 1, accAt5: 1, moduleF1: 1, modulePrecision: 1, moduleRecall: 1, functionF1: 0.5, functionPrecision: 0.5, functionRecall: 0.5, turns: null }),
-      row({ kind: 'predictions', accAt1: 0, accAt3: 1, accAt5: 1, moduleF1: 0, modulePrecision: 0, moduleRecall: 0, functionF1: 1, functionPrecision: 1, functionRecall: 1 }),
+      row({
+        kind: 'predictions',
+        accAt1: 1,
+        accAt3: 1,
+        accAt5: 1,
+        moduleF1: 1,
+        modulePrecision: 1,
+        moduleRecall: 1,
+        functionF1: 0.5,
+        functionPrecision: 0.5,
+        functionRecall: 0.5,
+        turns: null,
+      }),
+      row({
+        kind: 'predictions',
+        accAt1: 0,
+        accAt3: 1,
+        accAt5: 1,
+        moduleF1: 0,
+        modulePrecision: 0,
+        moduleRecall: 0,
+        functionF1: 1,
+        functionPrecision: 1,
+        functionRecall: 1,
+      }),
     ];
     const s = summarizeRetriever('locagent', 'predictions', ranked, bootstrap);
     expect(s.accuracyAtK!.map((a) => [a.k, a.value.value])).toEqual([

@@ -1,4 +1,11 @@
-import type { Estimate, EvaluationPrediction, InstanceMetrics, LevelSummary, RetrieverKind, RetrieverSummary } from '../../schemas/evaluation';
+import type {
+  Estimate,
+  EvaluationPrediction,
+  InstanceMetrics,
+  LevelSummary,
+  RetrieverKind,
+  RetrieverSummary,
+} from '../../schemas/evaluation';
 import { HIGH_QUALITY_F_THRESHOLD } from '../metrics/params';
 import { bootstrapCI, mean, median } from '../metrics/summary';
 import { ACCURACY_AT_K } from './params';
@@ -13,7 +20,11 @@ export interface BootstrapSettings {
 }
 
 /** `value` of the statistic with its percentile bootstrap interval (lib/metrics `bootstrapCI`); nulls when empty. */
-export function estimate(values: readonly number[], bootstrap: BootstrapSettings, statistic: (v: readonly number[]) => number = mean): Estimate {
+export function estimate(
+  values: readonly number[],
+  bootstrap: BootstrapSettings,
+  statistic: (v: readonly number[]) => number = mean,
+): Estimate {
   if (values.length === 0) return { value: null, ci: null };
   const ci = bootstrapCI(values, { resamples: bootstrap.samples, seed: bootstrap.seed, confidence: bootstrap.confidence, statistic });
   return { value: ci.estimate, ci: { low: ci.low, high: ci.high } };
@@ -53,11 +64,19 @@ function levelSummary(
  * Every mean, the median and the share carry a seeded percentile bootstrap interval. Failed instances are
  * included, scored as empty predictions, and counted in `failed`.
  */
-export function summarizeRetriever(name: string, kind: RetrieverKind, rows: readonly ScoredInstance[], bootstrap: BootstrapSettings): RetrieverSummary {
+export function summarizeRetriever(
+  name: string,
+  kind: RetrieverKind,
+  rows: readonly ScoredInstance[],
+  bootstrap: BootstrapSettings,
+): RetrieverSummary {
   const fBeta = rows.map((r) => r.fileFBeta);
   const highQuality = fBeta.map((f) => (f >= HIGH_QUALITY_F_THRESHOLD ? 1 : 0));
   const lineRanges = present(rows.map((r) => r.lineRangeFBeta));
-  const accuracyColumns = { 1: 'accAt1', 3: 'accAt3', 5: 'accAt5' } as const satisfies Record<(typeof ACCURACY_AT_K)[number], keyof ScoredInstance>;
+  const accuracyColumns = { 1: 'accAt1', 3: 'accAt3', 5: 'accAt5' } as const satisfies Record<
+    (typeof ACCURACY_AT_K)[number],
+    keyof ScoredInstance
+  >;
   const ranked = rows.some((r) => r.accAt1 !== null);
   const agentic = kind === 'agent';
   return {
@@ -68,8 +87,14 @@ export function summarizeRetriever(name: string, kind: RetrieverKind, rows: read
     table2: {
       fBetaMean: estimate(fBeta, bootstrap),
       fBetaMedian: estimate(fBeta, bootstrap, median),
-      precision: estimate(rows.map((r) => r.filePrecision), bootstrap),
-      recall: estimate(rows.map((r) => r.fileRecall), bootstrap),
+      precision: estimate(
+        rows.map((r) => r.filePrecision),
+        bootstrap,
+      ),
+      recall: estimate(
+        rows.map((r) => r.fileRecall),
+        bootstrap,
+      ),
       shareHighQuality: estimate(highQuality, bootstrap),
       turns: agentic ? meanOrNull(rows.map((r) => r.turns)) : null,
     },

@@ -42,7 +42,9 @@ function axes(xLabel: string, yLabel: string, yMax: number, yTicks: number[], xT
     parts.push(`<text x="${x0 - 6}" y="${y + 3}" font-size="10" text-anchor="end">${Number.isInteger(t) ? t : t.toFixed(1)}</text>`);
   }
   parts.push(`<text x="${x0 + PLOT_W / 2}" y="${HEIGHT - 6}" font-size="11" text-anchor="middle">${escapeHtml(xLabel)}</text>`);
-  parts.push(`<text x="12" y="${MARGIN.top + PLOT_H / 2}" font-size="11" text-anchor="middle" transform="rotate(-90 12 ${MARGIN.top + PLOT_H / 2})">${escapeHtml(yLabel)}</text>`);
+  parts.push(
+    `<text x="12" y="${MARGIN.top + PLOT_H / 2}" font-size="11" text-anchor="middle" transform="rotate(-90 12 ${MARGIN.top + PLOT_H / 2})">${escapeHtml(yLabel)}</text>`,
+  );
   return parts.join('');
 }
 
@@ -87,7 +89,10 @@ export interface PrecisionRecallPoint {
 export function precisionRecallScatterSvg(points: readonly PrecisionRecallPoint[], title: string): string {
   const groups = new Map<string, { precision: number; recall: number; labels: string[] }>();
   points.forEach((p, i) => {
-    for (const [name, v] of [['precision', p.precision], ['recall', p.recall]] as const) {
+    for (const [name, v] of [
+      ['precision', p.precision],
+      ['recall', p.recall],
+    ] as const) {
       if (!Number.isFinite(v) || v < 0 || v > 1) throw new RangeError(`scatter point #${i}: ${name} is ${v}, outside [0, 1]`);
     }
     const key = `${p.precision.toFixed(4)},${p.recall.toFixed(4)}`;

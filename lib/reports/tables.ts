@@ -65,10 +65,27 @@ function table3(summary: EvaluationSummary): ReportTable {
   return {
     id: 'table3',
     title: 'Localization at three levels (CodeScout Table 3 layout)',
-    caption: 'Instance-wise mean F1, precision and recall (%) of files, modules (classes) and functions; "–": the retriever does not predict that level.',
-    headers: ['Retriever', 'File F1', 'File Prec.', 'File Rec.', 'Module F1', 'Module Prec.', 'Module Rec.', 'Function F1', 'Function Prec.', 'Function Rec.'],
+    caption:
+      'Instance-wise mean F1, precision and recall (%) of files, modules (classes) and functions; "–": the retriever does not predict that level.',
+    headers: [
+      'Retriever',
+      'File F1',
+      'File Prec.',
+      'File Rec.',
+      'Module F1',
+      'Module Prec.',
+      'Module Rec.',
+      'Function F1',
+      'Function Prec.',
+      'Function Rec.',
+    ],
     align: numeric(9),
-    rows: summary.retrievers.map((r) => [r.name, ...levelCells(r.table3.file), ...levelCells(r.table3.module), ...levelCells(r.table3.function)]),
+    rows: summary.retrievers.map((r) => [
+      r.name,
+      ...levelCells(r.table3.file),
+      ...levelCells(r.table3.module),
+      ...levelCells(r.table3.function),
+    ]),
   };
 }
 
@@ -91,7 +108,8 @@ function accuracyTable(summary: EvaluationSummary): ReportTable | null {
   return {
     id: 'accuracy-at-k',
     title: 'Ranked file lists: Acc@k',
-    caption: 'Share of instances whose target files are all among the first k ranked files (retrievers that rank; CodeScout App. G compares K = 1, 3, 5).',
+    caption:
+      'Share of instances whose target files are all among the first k ranked files (retrievers that rank; CodeScout App. G compares K = 1, 3, 5).',
     headers: ['Retriever', ...ACCURACY_AT_K.map((k) => `Acc@${k}`)],
     align: numeric(ACCURACY_AT_K.length),
     rows: ranked.map((r) => [r.name, ...ACCURACY_AT_K.map((k) => percent1(r.accuracyAtK!.find((a) => a.k === k)?.value.value ?? null))]),
@@ -135,14 +153,21 @@ function runsTable(summary: EvaluationSummary): ReportTable {
 
 /** The report's tables, in reading order. */
 export function reportTables(summary: EvaluationSummary): ReportTable[] {
-  return [table2(summary), table2Intervals(summary), table3(summary), table3Intervals(summary), accuracyTable(summary), lineRangeTable(summary), runsTable(summary)].filter(
-    (t): t is ReportTable => t !== null,
-  );
+  return [
+    table2(summary),
+    table2Intervals(summary),
+    table3(summary),
+    table3Intervals(summary),
+    accuracyTable(summary),
+    lineRangeTable(summary),
+    runsTable(summary),
+  ].filter((t): t is ReportTable => t !== null);
 }
 
 /** The sentence under the report's title: what was evaluated against what. */
 export function scopeSentence(summary: EvaluationSummary): string {
-  const target = summary.fileTarget === 'gold-patch' ? 'the gold-patch files' : 'the CATM target set G(x) = gold-patch files ∪ retained CATM files';
+  const target =
+    summary.fileTarget === 'gold-patch' ? 'the gold-patch files' : 'the CATM target set G(x) = gold-patch files ∪ retained CATM files';
   const excluded = summary.excluded;
   return (
     `${summary.instances} instances, file-level scores against ${target}. ` +

@@ -107,7 +107,9 @@ export function linePlotSvg(options: LinePlotOptions): string {
   }
   for (const t of xTicks) {
     parts.push(`<line x1="${fmt(sx(t))}" y1="${MARGIN.top + plotH}" x2="${fmt(sx(t))}" y2="${MARGIN.top + plotH + 4}" stroke="#444"/>`);
-    parts.push(`<text x="${fmt(sx(t))}" y="${MARGIN.top + plotH + 16}" text-anchor="middle" fill="#444">${escapeXml(formatTick(t))}</text>`);
+    parts.push(
+      `<text x="${fmt(sx(t))}" y="${MARGIN.top + plotH + 16}" text-anchor="middle" fill="#444">${escapeXml(formatTick(t))}</text>`,
+    );
   }
   parts.push(
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`,
@@ -149,9 +151,21 @@ export const TRAINING_PLOT_SPECS: readonly TrainingPlotSpec[] = [
   { name: 'reward', title: 'Reward', yLabel: 'mean reward', metric: 'rewardMean', figure: 'CodeGrep Fig. 2a' },
   { name: 'kl', title: 'KL to reference', yLabel: 'KL per token', metric: 'kl', figure: 'CodeGrep Fig. 2b' },
   { name: 'turns', title: 'Tool-use turns', yLabel: 'mean turns per rollout', metric: 'turnsMean', figure: 'CodeGrep Fig. 2c' },
-  { name: 'completion-length', title: 'Completion length', yLabel: 'generated tokens per rollout', metric: 'completionLenMean', figure: 'CodeGrep Fig. 4a' },
+  {
+    name: 'completion-length',
+    title: 'Completion length',
+    yLabel: 'generated tokens per rollout',
+    metric: 'completionLenMean',
+    figure: 'CodeGrep Fig. 4a',
+  },
   { name: 'grad-norm', title: 'Gradient norm', yLabel: 'grad norm (before clipping)', metric: 'gradNorm', figure: 'CodeGrep Fig. 4b' },
-  { name: 'clipping-ratio', title: 'Completion clipping ratio', yLabel: 'rollouts out of budget', metric: 'truncatedRatio', figure: 'CodeGrep Fig. 4c' },
+  {
+    name: 'clipping-ratio',
+    title: 'Completion clipping ratio',
+    yLabel: 'rollouts out of budget',
+    metric: 'truncatedRatio',
+    figure: 'CodeGrep Fig. 4c',
+  },
 ];
 
 export interface TrainingPlot extends TrainingPlotSpec {
@@ -160,7 +174,10 @@ export interface TrainingPlot extends TrainingPlotSpec {
 }
 
 /** The training plots over steps, one per TRAINING_PLOT_SPECS entry. */
-export function trainingPlots(rows: readonly ({ step: number } & Partial<Record<NumericMetric, number>>)[], smoothing = 0.8): TrainingPlot[] {
+export function trainingPlots(
+  rows: readonly ({ step: number } & Partial<Record<NumericMetric, number>>)[],
+  smoothing = 0.8,
+): TrainingPlot[] {
   return TRAINING_PLOT_SPECS.map((spec) => {
     const points = rows.map((row) => ({ x: row.step, y: row[spec.metric] ?? Number.NaN }));
     return {

@@ -36,7 +36,12 @@ describe('readPredictionsFile', () => {
     '{"instance_id": "broken", "found_files": [',
     JSON.stringify({ instance_id: second.id, found_files: 'not-a-list' }),
     JSON.stringify({ found_files: ['a.py'] }),
-    JSON.stringify({ instance_id: second.id, found_files: ['pkg\\a.py'], found_entities: ['pkg/a.py:A.f', 'pkg/a.py:g'], found_modules: null }),
+    JSON.stringify({
+      instance_id: second.id,
+      found_files: ['pkg\\a.py'],
+      found_entities: ['pkg/a.py:A.f', 'pkg/a.py:g'],
+      found_modules: null,
+    }),
     JSON.stringify({ instance_id: first.id, found_files: ['dup.py'] }),
     JSON.stringify({ instance_id: third.id, found_files: [] }),
     '[]',
@@ -63,7 +68,12 @@ describe('readPredictionsFile', () => {
       modules: [`${first.files[0]}:Klass`],
       functions: [`${first.files[0]}:Klass.method`, `${first.files[0]}:func`],
     });
-    expect(predictions[1]).toEqual({ instanceId: second.id, files: ['pkg/a.py'], modules: ['pkg/a.py:A'], functions: ['pkg/a.py:A.f', 'pkg/a.py:g'] });
+    expect(predictions[1]).toEqual({
+      instanceId: second.id,
+      files: ['pkg/a.py'],
+      modules: ['pkg/a.py:A'],
+      functions: ['pkg/a.py:A.f', 'pkg/a.py:g'],
+    });
     expect(predictions[2]).toEqual({ instanceId: third.id, files: [] });
   });
 

@@ -67,7 +67,10 @@ function describeIssues(error: { issues: readonly { path: readonly PropertyKey[]
 }
 
 /** Parses predictions from JSONL text lines. */
-export async function parsePredictionLines(lines: AsyncIterable<string> | Iterable<string>, opts: ReadPredictionsOptions = {}): Promise<PredictionsFile> {
+export async function parsePredictionLines(
+  lines: AsyncIterable<string> | Iterable<string>,
+  opts: ReadPredictionsOptions = {},
+): Promise<PredictionsFile> {
   if (opts.topK !== undefined && (!Number.isInteger(opts.topK) || opts.topK < 1)) {
     throw new RangeError(`topK must be a positive integer, got ${opts.topK}`);
   }

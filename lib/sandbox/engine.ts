@@ -22,9 +22,7 @@ export function defaultEngine(): SearchEngine {
 }
 
 /** The engine's programs, or a message saying which one is missing. */
-export function engineExecutables(
-  engine: SearchEngine,
-): { ok: true; search: string; list: string } | { ok: false; message: string } {
+export function engineExecutables(engine: SearchEngine): { ok: true; search: string; list: string } | { ok: false; message: string } {
   if (engine === 'rg') {
     const rg = findExecutable('rg');
     return rg ? { ok: true, search: rg, list: rg } : { ok: false, message: 'ripgrep (rg) is not installed on this machine' };

@@ -18,7 +18,16 @@ export interface CompiledGlob {
 
 export type GlobCompileResult = { ok: true; glob: CompiledGlob } | { ok: false; message: string };
 
-const ANY_DIRS: WildNode = { kind: 'optional', node: { kind: 'seq', items: [{ kind: 'repeat', test: anyChar }, { kind: 'char', test: literal(0x2f) }] } };
+const ANY_DIRS: WildNode = {
+  kind: 'optional',
+  node: {
+    kind: 'seq',
+    items: [
+      { kind: 'repeat', test: anyChar },
+      { kind: 'char', test: literal(0x2f) },
+    ],
+  },
+};
 
 /**
  * The glob as a wildcard-matcher program (lib/sandbox/wildcard.ts: linear time, no RegExp), with ripgrep's

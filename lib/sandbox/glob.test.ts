@@ -23,7 +23,20 @@ beforeAll(async () => {
 });
 afterAll(() => fx.cleanup());
 
-const PATTERNS = ['wide/**', '*.txt', '*.py', 'src/**', '**/test_*.py', 'src/*.py', '*.{md,yml}', '/README.md', 'links/*', '*', '!gen/**', '**/util/*'];
+const PATTERNS = [
+  'wide/**',
+  '*.txt',
+  '*.py',
+  'src/**',
+  '**/test_*.py',
+  'src/*.py',
+  '*.{md,yml}',
+  '/README.md',
+  'links/*',
+  '*',
+  '!gen/**',
+  '**/util/*',
+];
 
 describe.each<SearchEngine>(['rg', 'grep'])('glob tool [%s]', (engine) => {
   it('lists matching files, repo-relative and sorted by path', async () => {
@@ -73,8 +86,14 @@ describe.each<SearchEngine>(['rg', 'grep'])('glob tool [%s]', (engine) => {
   });
 
   it('refuses an invalid glob and a glob that climbs out with a reason', async () => {
-    expect(await glob(fx.root, { pattern: '*.{py' }, { engine })).toMatchObject({ status: 'error', message: expect.stringMatching(/unclosed/) });
-    expect(await glob(fx.root, { pattern: 'src/../../*' }, { engine })).toMatchObject({ status: 'error', message: expect.stringMatching(/'\.\.'/) });
+    expect(await glob(fx.root, { pattern: '*.{py' }, { engine })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/unclosed/),
+    });
+    expect(await glob(fx.root, { pattern: 'src/../../*' }, { engine })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/'\.\.'/),
+    });
   });
 });
 

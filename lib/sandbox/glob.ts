@@ -13,7 +13,17 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
   if (engine === 'rg') {
     return {
       executable,
-      args: ['--no-config', '--files', '--null', '--hidden', '--no-ignore', '--sort=path', `--threads=${SANDBOX_LIMITS.maxSearchThreads}`, `--glob=${glob}`, '--glob=!.git'],
+      args: [
+        '--no-config',
+        '--files',
+        '--null',
+        '--hidden',
+        '--no-ignore',
+        '--sort=path',
+        `--threads=${SANDBOX_LIMITS.maxSearchThreads}`,
+        `--glob=${glob}`,
+        '--glob=!.git',
+      ],
     };
   }
   // find's -P default: symlinks are listed as links (and -type f drops them), never followed.

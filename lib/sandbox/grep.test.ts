@@ -11,7 +11,10 @@ beforeAll(async () => {
   fx = await makeSandboxFixture({ manyMatches: 100_000 });
   await fs.writeFile(path.join(fx.root, 'fifty.txt'), Array.from({ length: 50 }, (_, k) => `fifty ${k}`).join('\n') + '\n');
   await fs.writeFile(path.join(fx.root, 'fifty-one.txt'), Array.from({ length: 51 }, (_, k) => `fiftyone ${k}`).join('\n') + '\n');
-  await fs.writeFile(path.join(fx.root, 'wide.txt'), Array.from({ length: 50 }, (_, k) => `wide ${k} ${'w'.repeat(250)}`).join('\n') + '\n');
+  await fs.writeFile(
+    path.join(fx.root, 'wide.txt'),
+    Array.from({ length: 50 }, (_, k) => `wide ${k} ${'w'.repeat(250)}`).join('\n') + '\n',
+  );
 });
 afterAll(() => fx.cleanup());
 
@@ -20,14 +23,20 @@ describe.each<SearchEngine>(['rg', 'grep'])('grep tool [%s]', (engine) => {
     const r = await grep(fx.root, { pattern: 'def helper', path: 'src' }, { engine });
     expect(r).toEqual({
       status: 'ok',
-      output: ['src/app.py:7:def helper(path):', 'src/util/helpers.py:1:def helper_two():', 'src/util/helpers.py:4:def helper_three():'].join('\n'),
+      output: [
+        'src/app.py:7:def helper(path):',
+        'src/util/helpers.py:1:def helper_two():',
+        'src/util/helpers.py:4:def helper_three():',
+      ].join('\n'),
     });
   });
 
   it('searches the whole worktree by default, hidden files included, .git and symlinks excluded', async () => {
     const r = await grep(fx.root, { pattern: 'helper' }, { engine });
     const files = new Set(r.output.split('\n').map((l) => l.split(':')[0]));
-    expect(files).toEqual(new Set(['.hidden/config.yml', 'docs/guide.md', 'minified.js', 'src/app.py', 'src/util/helpers.py', 'tests/test_app.py']));
+    expect(files).toEqual(
+      new Set(['.hidden/config.yml', 'docs/guide.md', 'minified.js', 'src/app.py', 'src/util/helpers.py', 'tests/test_app.py']),
+    );
     expect(r.output).not.toMatch(/^links\//m);
   });
 
@@ -80,7 +89,9 @@ describe.each<SearchEngine>(['rg', 'grep'])('grep tool [%s]', (engine) => {
     expect(r.status).toBe('truncated');
     const lines = r.output.split('\n');
     expect(lines.slice(0, 50).every((l, k) => l === `many.txt:${k + 1}:needle ${k}`)).toBe(true);
-    expect(lines[50]).toBe(`[showing the first 50 of more than ${SANDBOX_LIMITS.grepCountLimit} matches; narrow the pattern, path or glob to see the others]`);
+    expect(lines[50]).toBe(
+      `[showing the first 50 of more than ${SANDBOX_LIMITS.grepCountLimit} matches; narrow the pattern, path or glob to see the others]`,
+    );
   });
 
   it('cuts output at 4096 characters with a marker saying how many matches were shown', async () => {
@@ -124,7 +135,10 @@ describe.each<SearchEngine>(['rg', 'grep'])('grep tool [%s]', (engine) => {
   it('returns an error observation, never an exception, for a cancelled call and a missing root', async () => {
     const controller = new AbortController();
     controller.abort();
-    expect(await grep(fx.root, { pattern: 'x' }, { engine, signal: controller.signal })).toMatchObject({ status: 'error', message: 'grep was cancelled' });
+    expect(await grep(fx.root, { pattern: 'x' }, { engine, signal: controller.signal })).toMatchObject({
+      status: 'error',
+      message: 'grep was cancelled',
+    });
     expect(await grep(path.join(fx.parent, 'gone'), { pattern: 'x' }, { engine })).toMatchObject({ status: 'error' });
   });
 });

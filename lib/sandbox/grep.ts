@@ -34,13 +34,7 @@ function includePrefilter(glob: string): string | null {
   return last && !/[\\{}[\]]|\*\*/.test(last) ? last : null;
 }
 
-function buildStage(
-  engine: 'rg' | 'grep',
-  executable: string,
-  pattern: string,
-  operand: string | null,
-  glob: string | undefined,
-): Stage {
+function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, operand: string | null, glob: string | undefined): Stage {
   const paths = operand === null ? [] : [operand];
   if (engine === 'rg') {
     const globs = glob ? [`--glob=${glob}`] : [];
@@ -48,16 +42,46 @@ function buildStage(
       executable,
       // --no-config: no RIPGREP_CONFIG_PATH; --no-ignore/--hidden: the same files GNU grep sees; the .git
       // exclusion comes last so a user glob like '*' cannot re-include it; no -L: symlinks are not followed.
-      args: ['--no-config', '--color=never', '--no-heading', '--with-filename', '--line-number', '--null',
-        '--hidden', '--no-ignore', '--sort=path', `--threads=${SANDBOX_LIMITS.maxSearchThreads}`, ...globs, '--glob=!.git', '-e', pattern, '--', ...paths],
+      args: [
+        '--no-config',
+        '--color=never',
+        '--no-heading',
+        '--with-filename',
+        '--line-number',
+        '--null',
+        '--hidden',
+        '--no-ignore',
+        '--sort=path',
+        `--threads=${SANDBOX_LIMITS.maxSearchThreads}`,
+        ...globs,
+        '--glob=!.git',
+        '-e',
+        pattern,
+        '--',
+        ...paths,
+      ],
     };
   }
   const include = glob ? includePrefilter(glob) : null;
   return {
     executable,
     // -r (not -R): symlinks met while recursing are not followed; -I: binary files are skipped; -E: POSIX ERE.
-    args: ['-r', '-n', '-H', '-I', '--null', '--color=never', '-E', '--exclude-dir=.git', '--exclude=.git',
-      ...(include ? [`--include=${include}`] : []), '-e', pattern, '--', ...paths],
+    args: [
+      '-r',
+      '-n',
+      '-H',
+      '-I',
+      '--null',
+      '--color=never',
+      '-E',
+      '--exclude-dir=.git',
+      '--exclude=.git',
+      ...(include ? [`--include=${include}`] : []),
+      '-e',
+      pattern,
+      '--',
+      ...paths,
+    ],
   };
 }
 
@@ -182,7 +206,8 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
 
   if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);
   if (run.timedOut && run.waitedForSlots) return errorResult(`grep ${slotWaitTimeout(timeoutMs)}`);
-  if (outcome.limitExceeded) return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
+  if (outcome.limitExceeded)
+    return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
   if (run.timedOut) {
     const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; the matches above are partial. Use a simpler pattern or a narrower path or glob.`;
     return errorResult(message, fitOutput(body, notes).output);

@@ -18,16 +18,26 @@ function collect(chunks: string[], maxLineBytes = 100, stopAfter = Infinity, sep
 
 describe('LineSplitter', () => {
   it('joins lines split across chunks and emits a last line without separator', () => {
-    expect(collect(['ab', 'c\nde', 'f\n', 'g'])).toEqual([['abc', 3], ['def', 3], ['g', 1]]);
+    expect(collect(['ab', 'c\nde', 'f\n', 'g'])).toEqual([
+      ['abc', 3],
+      ['def', 3],
+      ['g', 1],
+    ]);
   });
 
   it('keeps only maxLineBytes of a long line but reports its full length', () => {
-    expect(collect(['0123456789', '0123456789\nshort\n'], 4)).toEqual([['0123', 20], ['shor', 5]]);
+    expect(collect(['0123456789', '0123456789\nshort\n'], 4)).toEqual([
+      ['0123', 20],
+      ['shor', 5],
+    ]);
     expect(collect(['0123456789\n'], 4)).toEqual([['0123', 10]]);
   });
 
   it('stops when the consumer has enough', () => {
-    expect(collect(['a\nb\nc\nd\n'], 100, 2)).toEqual([['a', 1], ['b', 1]]);
+    expect(collect(['a\nb\nc\nd\n'], 100, 2)).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
   });
 
   it('says where in the chunk it stopped, so the caller can take over the rest', () => {
@@ -42,7 +52,11 @@ describe('LineSplitter', () => {
   });
 
   it('splits on another separator (NUL for --null listings), empty records included', () => {
-    expect(collect(['x\0\0y\0'], 100, Infinity, 0x00)).toEqual([['x', 1], ['', 0], ['y', 1]]);
+    expect(collect(['x\0\0y\0'], 100, Infinity, 0x00)).toEqual([
+      ['x', 1],
+      ['', 0],
+      ['y', 1],
+    ]);
   });
 
   it('hands out lines that survive the chunk being reused', () => {

@@ -34,7 +34,10 @@ describe('fitOutput (paper: tool outputs cut to 4096 characters)', () => {
 
 describe('sanitizeText', () => {
   it('stops at the first NUL and neutralises control characters', () => {
-    expect(sanitizeText('ok\r\nnext\x1b[31mred\u0007\tend\0garbage')).toEqual({ text: 'ok\nnext\uFFFD[31mred\uFFFD\tend', binaryCut: true });
+    expect(sanitizeText('ok\r\nnext\x1b[31mred\u0007\tend\0garbage')).toEqual({
+      text: 'ok\nnext\uFFFD[31mred\uFFFD\tend',
+      binaryCut: true,
+    });
     expect(sanitizeText('plain')).toEqual({ text: 'plain', binaryCut: false });
   });
 });

@@ -66,7 +66,10 @@ describe('guardPath', () => {
     const r = await guardPath(path.join(fx.parent, 'nope'), 'x');
     expect(r).toMatchObject({ ok: false });
     if (!r.ok) expect(r.message).toMatch(/worktree root .* is not accessible \(ENOENT\)/);
-    expect(await canonicalRoot(path.join(fx.root, 'README.md'))).toMatchObject({ ok: false, message: expect.stringMatching(/not a directory/) });
+    expect(await canonicalRoot(path.join(fx.root, 'README.md'))).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/not a directory/),
+    });
   });
 });
 

@@ -71,7 +71,10 @@ const MAX_SYMLINK_HOPS = 40;
  * exists. Reads only link texts inside the root; never touches anything outside it.
  */
 export async function escapesThroughSymlink(root: string, lexical: string): Promise<boolean> {
-  const pending = path.relative(root, lexical).split(path.sep).filter((c) => c !== '' && c !== '.');
+  const pending = path
+    .relative(root, lexical)
+    .split(path.sep)
+    .filter((c) => c !== '' && c !== '.');
   let current = root;
   let hops = 0;
   while (pending.length > 0) {
@@ -97,7 +100,12 @@ export async function escapesThroughSymlink(root: string, lexical: string): Prom
     }
     const resolved = path.resolve(current, target);
     if (!isInside(root, resolved)) return true;
-    pending.unshift(...path.relative(root, resolved).split(path.sep).filter((c) => c !== '' && c !== '.'));
+    pending.unshift(
+      ...path
+        .relative(root, resolved)
+        .split(path.sep)
+        .filter((c) => c !== '' && c !== '.'),
+    );
     current = root;
   }
   return false;

@@ -8,8 +8,14 @@ let fx: SandboxFixture;
 beforeAll(async () => {
   fx = await makeSandboxFixture();
   await fs.writeFile(path.join(fx.root, 'two-hundred.txt'), Array.from({ length: 200 }, (_, k) => `r${k + 1}`).join('\n') + '\n');
-  await fs.writeFile(path.join(fx.root, 'wide.txt'), Array.from({ length: 100 }, (_, k) => `${k + 1} ${'w'.repeat(100)}`).join('\n') + '\n');
-  await fs.writeFile(path.join(fx.root, 'late-nul.txt'), Buffer.concat([Buffer.from('ok 1\nok 2\n'), Buffer.alloc(70_000, 0x61), Buffer.from('\n\0tail\n')]));
+  await fs.writeFile(
+    path.join(fx.root, 'wide.txt'),
+    Array.from({ length: 100 }, (_, k) => `${k + 1} ${'w'.repeat(100)}`).join('\n') + '\n',
+  );
+  await fs.writeFile(
+    path.join(fx.root, 'late-nul.txt'),
+    Buffer.concat([Buffer.from('ok 1\nok 2\n'), Buffer.alloc(70_000, 0x61), Buffer.from('\n\0tail\n')]),
+  );
   await fs.writeFile(path.join(fx.root, 'one-line.js'), 'y'.repeat(30 * 1024 * 1024));
   await fs.writeFile(path.join(fx.root, 'empty.txt'), '');
   await fs.writeFile(path.join(fx.root, 'utf8.txt'), 'naïve café — 日本語 😀\n');
@@ -72,7 +78,10 @@ describe('read tool', () => {
       status: 'error',
       message: 'read: start_line 501 is past the end of lines.txt (500 lines)',
     });
-    expect(await read(fx.root, { path: 'empty.txt' })).toMatchObject({ status: 'error', message: expect.stringMatching(/past the end of empty\.txt \(0 lines\)/) });
+    expect(await read(fx.root, { path: 'empty.txt' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/past the end of empty\.txt \(0 lines\)/),
+    });
   });
 
   it('strips CR of CRLF files and keeps UTF-8 intact', async () => {
@@ -105,13 +114,19 @@ describe('read tool', () => {
   });
 
   it('refuses bad ranges as error observations', async () => {
-    expect(await read(fx.root, { path: 'lines.txt', start_line: 5, end_line: 4 })).toMatchObject({ status: 'error', message: expect.stringMatching(/end_line/) });
+    expect(await read(fx.root, { path: 'lines.txt', start_line: 5, end_line: 4 })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/end_line/),
+    });
     expect(await read(fx.root, { path: 'lines.txt', start_line: 0 })).toMatchObject({ status: 'error' });
   });
 
   it('times out on a deadline it cannot meet, with an error observation', async () => {
     // Line 2 of a 30 MB one-line file lies past 30 MB of scanning: more than 1 ms.
     const r = await read(fx.root, { path: 'one-line.js', start_line: 2 }, { timeoutMs: 1 });
-    expect(r).toMatchObject({ status: 'error', message: 'read timed out after 1 ms before reaching line 2; the file is too large to scan that far' });
+    expect(r).toMatchObject({
+      status: 'error',
+      message: 'read timed out after 1 ms before reaching line 2; the file is too large to scan that far',
+    });
   });
 });

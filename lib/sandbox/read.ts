@@ -42,7 +42,13 @@ async function collectLines(
   signal: AbortSignal | undefined,
 ): Promise<Collected> {
   const out: Collected = {
-    lines: [], lastLine: 0, eof: false, moreAfter: false, budgetHit: false, timedOut: false, aborted: false,
+    lines: [],
+    lastLine: 0,
+    eof: false,
+    moreAfter: false,
+    budgetHit: false,
+    timedOut: false,
+    aborted: false,
   };
   const decoder = new StringDecoder('utf8');
   const buffer = Buffer.alloc(SANDBOX_LIMITS.readChunkBytes);
@@ -206,7 +212,10 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions,
 
   if (collected.aborted) return errorResult('read was cancelled', fitOutput(body).output);
   if (collected.timedOut) {
-    return errorResult(`read timed out after ${seconds(timeoutMs)} before reaching line ${start}; the file is too large to scan that far`, fitOutput(body).output);
+    return errorResult(
+      `read timed out after ${seconds(timeoutMs)} before reaching line ${start}; the file is too large to scan that far`,
+      fitOutput(body).output,
+    );
   }
   if (collected.lines.length === 0) {
     return errorResult(`read: start_line ${start} is past the end of ${shownPath} (${collected.lastLine} lines)`);

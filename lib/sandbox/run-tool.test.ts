@@ -1,10 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CODEGREP_TOOL_NAMES,
-  TERMINAL_TOOL_NAMES,
-  ToolResultSchema,
-  toolDefinitions,
-} from '../../schemas/tools';
+import { CODEGREP_TOOL_NAMES, TERMINAL_TOOL_NAMES, ToolResultSchema, toolDefinitions } from '../../schemas/tools';
 import { formatObservation, runTool } from './run-tool';
 import { makeSandboxFixture, type SandboxFixture } from '../../test/fixtures/sandbox/fixture';
 
@@ -16,9 +11,15 @@ afterAll(() => fx.cleanup());
 
 describe('runTool', () => {
   it('runs each tool from a JSON-string argument, as the model sends it', async () => {
-    expect(await runTool(fx.root, 'grep', '{"pattern": "shout", "path": null}')).toEqual({ status: 'ok', output: 'docs/guide.md:1:Use helper() to shout.' });
+    expect(await runTool(fx.root, 'grep', '{"pattern": "shout", "path": null}')).toEqual({
+      status: 'ok',
+      output: 'docs/guide.md:1:Use helper() to shout.',
+    });
     expect(await runTool(fx.root, 'glob', '{"pattern": "docs/*"}')).toEqual({ status: 'ok', output: 'docs/guide.md' });
-    expect(await runTool(fx.root, 'read', { path: 'README.md', start_line: 1, end_line: null })).toEqual({ status: 'ok', output: '1\t# Demo repository' });
+    expect(await runTool(fx.root, 'read', { path: 'README.md', start_line: 1, end_line: null })).toEqual({
+      status: 'ok',
+      output: '1\t# Demo repository',
+    });
     expect(await runTool(fx.root, 'terminal', { command: 'wc -l README.md' })).toEqual({ status: 'ok', output: '1 README.md' });
   });
 

@@ -48,7 +48,7 @@ describe('Semaphore', () => {
     expect(() => new Semaphore(0)).toThrow(/positive integer/);
   });
 
-  it('the global limit is the paper\'s Semaphore(64)', () => {
+  it("the global limit is the paper's Semaphore(64)", () => {
     expect(PAPER_LIMITS.maxConcurrentSubprocesses).toBe(64);
     expect(subprocessSlots.capacity).toBe(64);
   });

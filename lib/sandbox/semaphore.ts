@@ -11,7 +11,9 @@ export interface PermitWait {
 /** A bounded permit wait that ended without a permit. */
 export class PermitWaitError extends Error {
   constructor(readonly reason: 'aborted' | 'timeout') {
-    super(reason === 'aborted' ? 'cancelled while waiting for a free subprocess slot' : 'timed out while waiting for a free subprocess slot');
+    super(
+      reason === 'aborted' ? 'cancelled while waiting for a free subprocess slot' : 'timed out while waiting for a free subprocess slot',
+    );
     this.name = 'PermitWaitError';
   }
 }
@@ -54,9 +56,7 @@ export class Semaphore {
    */
   acquire(permits = 1, wait: PermitWait = {}): Promise<() => void> {
     if (!Number.isInteger(permits) || permits < 1 || permits > this.capacity) {
-      return Promise.reject(
-        new Error(`Semaphore.acquire: permits must be an integer in 1..${this.capacity}, got ${permits}`),
-      );
+      return Promise.reject(new Error(`Semaphore.acquire: permits must be an integer in 1..${this.capacity}, got ${permits}`));
     }
     if (wait.signal?.aborted) return Promise.reject(new PermitWaitError('aborted'));
     return new Promise((resolve, reject) => {

@@ -62,7 +62,8 @@ export interface PipelineOutcome {
 }
 
 /** What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime). */
-const OUT_OF_MEMORY = /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit|failed to spawn (?:scoped )?thread/i;
+const OUT_OF_MEMORY =
+  /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit|failed to spawn (?:scoped )?thread/i;
 
 /** A stage that ran into its limit, judged from how it ended. */
 export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {
@@ -91,7 +92,15 @@ export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESO
   if (prlimit) {
     return {
       executable: prlimit,
-      args: [`--as=${limits.addressSpaceBytes}`, `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`, '--core=0', '--fsize=0', '--', stage.executable, ...stage.args],
+      args: [
+        `--as=${limits.addressSpaceBytes}`,
+        `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
+        '--core=0',
+        '--fsize=0',
+        '--',
+        stage.executable,
+        ...stage.args,
+      ],
     };
   }
   const sh = findExecutable('sh') ?? '/bin/sh';
@@ -126,7 +135,10 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   const deadline = Date.now() + options.timeoutMs;
   let release: () => void;
   try {
-    release = await slots.acquire(Math.min(stages.length, slots.capacity), { deadline, ...(options.signal ? { signal: options.signal } : {}) });
+    release = await slots.acquire(Math.min(stages.length, slots.capacity), {
+      deadline,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   } catch (error) {
     if (!(error instanceof PermitWaitError)) throw error;
     return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };
@@ -207,10 +219,13 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       }
     });
 
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killAll();
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        killAll();
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     // An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded
     // machine can take a while to report) is awaited in the background, still holding the permits.
     let answerAbort: () => void = () => undefined;
@@ -228,7 +243,13 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     }
-    return { stages: outcomes.map((o) => ({ ...o })), timedOut, stoppedEarly: stoppedEarly && !timedOut, aborted, elapsedMs: Date.now() - started };
+    return {
+      stages: outcomes.map((o) => ({ ...o })),
+      timedOut,
+      stoppedEarly: stoppedEarly && !timedOut,
+      aborted,
+      elapsedMs: Date.now() - started,
+    };
   } finally {
     killAll();
     void allClosed.then(release);

@@ -93,7 +93,9 @@ export async function expandGlobWord(
       for (const rel of current) {
         // Expansion reads directories before anything runs: the command's deadline bounds it too.
         if (Date.now() > deadline) {
-          return { refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead` };
+          return {
+            refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead`,
+          };
         }
         const dir = path.join(base, rel);
         if (!(await insideRoot(canonicalRoot, dir))) continue;
@@ -116,7 +118,9 @@ export async function expandGlobWord(
           }
           next.push(candidate);
           if (next.length > MAX_EXPANSION) {
-            return { refused: `the pattern ${JSON.stringify(unescape(glob))} expands to more than ${MAX_EXPANSION} paths; use find or rg --files instead` };
+            return {
+              refused: `the pattern ${JSON.stringify(unescape(glob))} expands to more than ${MAX_EXPANSION} paths; use find or rg --files instead`,
+            };
           }
         }
       }

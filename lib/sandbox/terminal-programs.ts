@@ -45,37 +45,83 @@ const TYPE_NAME = matching(/^[A-Za-z0-9_+-]{1,40}$/, 'a file type name (see rg -
 const RG: ProgramOptions = {
   program: 'rg',
   flags: [
-    flag('i', 'ignore-case'), flag('s', 'case-sensitive'), flag('S', 'smart-case'), flag('F', 'fixed-strings'),
-    flag('w', 'word-regexp'), flag('x', 'line-regexp'), flag('v', 'invert-match'), flag('n', 'line-number'),
-    flag('N', 'no-line-number'), flag('l', 'files-with-matches'), flag(undefined, 'files-without-match'),
-    flag('c', 'count'), flag(undefined, 'count-matches'), flag('o', 'only-matching'), flag('H', 'with-filename'),
-    flag('I', 'no-filename'), flag(undefined, 'no-heading'), flag(undefined, 'heading'), flag('U', 'multiline'),
-    flag(undefined, 'multiline-dotall'), flag('P', 'pcre2'), flag('.', 'hidden'), flag(undefined, 'no-ignore'),
-    flag(undefined, 'no-ignore-vcs'), flag(undefined, 'files'), flag(undefined, 'type-list'), flag(undefined, 'column'),
-    flag(undefined, 'vimgrep'), flag(undefined, 'trim'), flag('q', 'quiet'), flag(undefined, 'no-messages'),
-    flag(undefined, 'json'), flag(undefined, 'stats'), flag('b', 'byte-offset'), flag(undefined, 'max-columns-preview'),
-    flag(undefined, 'passthru'), flag(undefined, 'crlf'),
-    flag('e', 'regexp', text, { role: 'pattern' }), flag('g', 'glob', text), flag(undefined, 'iglob', text),
-    flag('t', 'type', TYPE_NAME), flag('T', 'type-not', TYPE_NAME), flag('A', 'after-context', number),
-    flag('B', 'before-context', number), flag('C', 'context', number), flag('m', 'max-count', number),
-    flag('M', 'max-columns', number), flag(undefined, 'max-depth', number), flag('j', 'threads', number),
-    flag(undefined, 'sort', SORT_KEYS), flag(undefined, 'sortr', SORT_KEYS), flag('r', 'replace', text),
-    flag(undefined, 'color', choice('never')), flag(undefined, 'max-filesize', matching(/^\d{1,12}[KMG]?$/, 'a size like 100K')),
+    flag('i', 'ignore-case'),
+    flag('s', 'case-sensitive'),
+    flag('S', 'smart-case'),
+    flag('F', 'fixed-strings'),
+    flag('w', 'word-regexp'),
+    flag('x', 'line-regexp'),
+    flag('v', 'invert-match'),
+    flag('n', 'line-number'),
+    flag('N', 'no-line-number'),
+    flag('l', 'files-with-matches'),
+    flag(undefined, 'files-without-match'),
+    flag('c', 'count'),
+    flag(undefined, 'count-matches'),
+    flag('o', 'only-matching'),
+    flag('H', 'with-filename'),
+    flag('I', 'no-filename'),
+    flag(undefined, 'no-heading'),
+    flag(undefined, 'heading'),
+    flag('U', 'multiline'),
+    flag(undefined, 'multiline-dotall'),
+    flag('P', 'pcre2'),
+    flag('.', 'hidden'),
+    flag(undefined, 'no-ignore'),
+    flag(undefined, 'no-ignore-vcs'),
+    flag(undefined, 'files'),
+    flag(undefined, 'type-list'),
+    flag(undefined, 'column'),
+    flag(undefined, 'vimgrep'),
+    flag(undefined, 'trim'),
+    flag('q', 'quiet'),
+    flag(undefined, 'no-messages'),
+    flag(undefined, 'json'),
+    flag(undefined, 'stats'),
+    flag('b', 'byte-offset'),
+    flag(undefined, 'max-columns-preview'),
+    flag(undefined, 'passthru'),
+    flag(undefined, 'crlf'),
+    flag('e', 'regexp', text, { role: 'pattern' }),
+    flag('g', 'glob', text),
+    flag(undefined, 'iglob', text),
+    flag('t', 'type', TYPE_NAME),
+    flag('T', 'type-not', TYPE_NAME),
+    flag('A', 'after-context', number),
+    flag('B', 'before-context', number),
+    flag('C', 'context', number),
+    flag('m', 'max-count', number),
+    flag('M', 'max-columns', number),
+    flag(undefined, 'max-depth', number),
+    flag('j', 'threads', number),
+    flag(undefined, 'sort', SORT_KEYS),
+    flag(undefined, 'sortr', SORT_KEYS),
+    flag('r', 'replace', text),
+    flag(undefined, 'color', choice('never')),
+    flag(undefined, 'max-filesize', matching(/^\d{1,12}[KMG]?$/, 'a size like 100K')),
     flag('E', 'encoding', matching(/^[A-Za-z0-9_-]{1,40}$/, 'an encoding name')),
     flag(undefined, 'engine', choice('default', 'pcre2', 'auto')),
   ],
   denied: {
     '--pre': 'it runs a program on every file',
     '--pre-glob': 'it belongs to --pre, which runs programs',
-    '-z': 'it runs decompression programs', '--search-zip': 'it runs decompression programs',
+    '-z': 'it runs decompression programs',
+    '--search-zip': 'it runs decompression programs',
     '--hostname-bin': 'it runs a program',
-    '-L': 'following symlinks could leave the repository', '--follow': 'following symlinks could leave the repository',
-    '-f': 'patterns come from -e or the command line', '--file': 'patterns come from -e or the command line',
+    '-L': 'following symlinks could leave the repository',
+    '--follow': 'following symlinks could leave the repository',
+    '-f': 'patterns come from -e or the command line',
+    '--file': 'patterns come from -e or the command line',
     '--ignore-file': 'ignore files come from the repository only',
-    '-a': 'binary files are not shown', '--text': 'binary files are not shown', '--binary': 'binary files are not shown',
-    '-u': 'use --hidden / --no-ignore', '--unrestricted': 'use --hidden / --no-ignore',
-    '-0': 'output is text; NUL separators are not shown', '--null': 'output is text; NUL separators are not shown',
-    '-p': 'colour codes are not shown', '--pretty': 'colour codes are not shown',
+    '-a': 'binary files are not shown',
+    '--text': 'binary files are not shown',
+    '--binary': 'binary files are not shown',
+    '-u': 'use --hidden / --no-ignore',
+    '--unrestricted': 'use --hidden / --no-ignore',
+    '-0': 'output is text; NUL separators are not shown',
+    '--null': 'output is text; NUL separators are not shown',
+    '-p': 'colour codes are not shown',
+    '--pretty': 'colour codes are not shown',
     '--no-config': 'it is always on',
   },
 };
@@ -83,27 +129,56 @@ const RG: ProgramOptions = {
 const GREP: ProgramOptions = {
   program: 'grep',
   flags: [
-    flag('i', 'ignore-case'), flag('v', 'invert-match'), flag('w', 'word-regexp'), flag('x', 'line-regexp'),
-    flag('n', 'line-number'), flag('H', 'with-filename'), flag('h', 'no-filename'), flag('l', 'files-with-matches'),
-    flag('L', 'files-without-match'), flag('c', 'count'), flag('o', 'only-matching'), flag('q', 'quiet'),
-    flag('s', 'no-messages'), flag('r', 'recursive'), flag('E', 'extended-regexp'), flag('F', 'fixed-strings'),
-    flag('G', 'basic-regexp'), flag('P', 'perl-regexp'), flag('I', undefined), flag('b', 'byte-offset'),
-    flag('T', 'initial-tab'), flag(undefined, 'line-buffered'),
-    flag('e', 'regexp', text, { role: 'pattern' }), flag('m', 'max-count', number), flag('A', 'after-context', number),
-    flag('B', 'before-context', number), flag('C', 'context', number), flag(undefined, 'include', text),
-    flag(undefined, 'exclude', text), flag(undefined, 'exclude-dir', text),
+    flag('i', 'ignore-case'),
+    flag('v', 'invert-match'),
+    flag('w', 'word-regexp'),
+    flag('x', 'line-regexp'),
+    flag('n', 'line-number'),
+    flag('H', 'with-filename'),
+    flag('h', 'no-filename'),
+    flag('l', 'files-with-matches'),
+    flag('L', 'files-without-match'),
+    flag('c', 'count'),
+    flag('o', 'only-matching'),
+    flag('q', 'quiet'),
+    flag('s', 'no-messages'),
+    flag('r', 'recursive'),
+    flag('E', 'extended-regexp'),
+    flag('F', 'fixed-strings'),
+    flag('G', 'basic-regexp'),
+    flag('P', 'perl-regexp'),
+    flag('I', undefined),
+    flag('b', 'byte-offset'),
+    flag('T', 'initial-tab'),
+    flag(undefined, 'line-buffered'),
+    flag('e', 'regexp', text, { role: 'pattern' }),
+    flag('m', 'max-count', number),
+    flag('A', 'after-context', number),
+    flag('B', 'before-context', number),
+    flag('C', 'context', number),
+    flag(undefined, 'include', text),
+    flag(undefined, 'exclude', text),
+    flag(undefined, 'exclude-dir', text),
     flag(undefined, 'color', choice('never', 'auto'), { equalsOnly: true }),
     flag(undefined, 'colour', choice('never', 'auto'), { equalsOnly: true }),
-    flag('d', 'directories', choice('skip', 'recurse')), flag(undefined, 'binary-files', choice('binary', 'without-match')),
+    flag('d', 'directories', choice('skip', 'recurse')),
+    flag(undefined, 'binary-files', choice('binary', 'without-match')),
   ],
   denied: {
-    '-f': 'patterns come from -e or the command line', '--file': 'patterns come from -e or the command line',
+    '-f': 'patterns come from -e or the command line',
+    '--file': 'patterns come from -e or the command line',
     '-R': 'following symlinks could leave the repository; use -r',
     '--dereference-recursive': 'following symlinks could leave the repository; use -r',
-    '--exclude-from': 'exclusion lists come from the command line', '--include-from': 'not a GNU grep option',
-    '-D': 'devices are never read', '--devices': 'devices are never read',
-    '-a': 'binary files are not shown', '--text': 'binary files are not shown',
-    '-z': 'output is text', '--null-data': 'output is text', '-Z': 'output is text', '--null': 'output is text',
+    '--exclude-from': 'exclusion lists come from the command line',
+    '--include-from': 'not a GNU grep option',
+    '-D': 'devices are never read',
+    '--devices': 'devices are never read',
+    '-a': 'binary files are not shown',
+    '--text': 'binary files are not shown',
+    '-z': 'output is text',
+    '--null-data': 'output is text',
+    '-Z': 'output is text',
+    '--null': 'output is text',
   },
 };
 
@@ -111,33 +186,58 @@ const SED: ProgramOptions = {
   program: 'sed',
   flags: [flag('n', 'quiet'), flag(undefined, 'silent'), flag('e', 'expression', text, { role: 'script' })],
   denied: {
-    '-i': 'the terminal is read-only', '--in-place': 'the terminal is read-only',
-    '-f': 'scripts come from the command line', '--file': 'scripts come from the command line',
-    '-s': 'not needed', '-E': "only 'N,Mp' scripts are allowed", '-r': "only 'N,Mp' scripts are allowed",
+    '-i': 'the terminal is read-only',
+    '--in-place': 'the terminal is read-only',
+    '-f': 'scripts come from the command line',
+    '--file': 'scripts come from the command line',
+    '-s': 'not needed',
+    '-E': "only 'N,Mp' scripts are allowed",
+    '-r': "only 'N,Mp' scripts are allowed",
   },
 };
 
 const CAT: ProgramOptions = {
   program: 'cat',
   flags: [
-    flag('n', 'number'), flag('b', 'number-nonblank'), flag('s', 'squeeze-blank'), flag('E', 'show-ends'),
-    flag('T', 'show-tabs'), flag('A', 'show-all'), flag('v', 'show-nonprinting'),
+    flag('n', 'number'),
+    flag('b', 'number-nonblank'),
+    flag('s', 'squeeze-blank'),
+    flag('E', 'show-ends'),
+    flag('T', 'show-tabs'),
+    flag('A', 'show-all'),
+    flag('v', 'show-nonprinting'),
   ],
   denied: {},
 };
 
 const HEAD: ProgramOptions = {
   program: 'head',
-  flags: [flag('n', 'lines', signedNumber), flag('c', 'bytes', signedNumber), flag('q', 'quiet'), flag(undefined, 'silent'), flag('v', 'verbose')],
+  flags: [
+    flag('n', 'lines', signedNumber),
+    flag('c', 'bytes', signedNumber),
+    flag('q', 'quiet'),
+    flag(undefined, 'silent'),
+    flag('v', 'verbose'),
+  ],
   denied: {},
 };
 
 const TAIL: ProgramOptions = {
   program: 'tail',
-  flags: [flag('n', 'lines', signedNumber), flag('c', 'bytes', signedNumber), flag('q', 'quiet'), flag(undefined, 'silent'), flag('v', 'verbose')],
+  flags: [
+    flag('n', 'lines', signedNumber),
+    flag('c', 'bytes', signedNumber),
+    flag('q', 'quiet'),
+    flag(undefined, 'silent'),
+    flag('v', 'verbose'),
+  ],
   denied: {
-    '-f': 'following a file never ends', '--follow': 'following a file never ends', '-F': 'following a file never ends',
-    '--retry': 'following a file never ends', '--pid': 'following a file never ends', '-s': 'following a file never ends',
+    '-f': 'following a file never ends',
+    '--follow': 'following a file never ends',
+    '-F': 'following a file never ends',
+    '--retry': 'following a file never ends',
+    '--pid': 'following a file never ends',
+    '-s': 'following a file never ends',
     '--sleep-interval': 'following a file never ends',
   },
 };
@@ -151,12 +251,24 @@ const WC: ProgramOptions = {
 const LS: ProgramOptions = {
   program: 'ls',
   flags: [
-    flag('a', 'all'), flag('A', 'almost-all'), flag('l', undefined), flag('1', undefined), flag('R', 'recursive'),
-    flag('h', 'human-readable'), flag('S', undefined), flag('t', undefined), flag('r', 'reverse'), flag('d', 'directory'),
-    flag('F', 'classify'), flag('p', undefined), flag('s', 'size'), flag(undefined, 'group-directories-first'),
+    flag('a', 'all'),
+    flag('A', 'almost-all'),
+    flag('l', undefined),
+    flag('1', undefined),
+    flag('R', 'recursive'),
+    flag('h', 'human-readable'),
+    flag('S', undefined),
+    flag('t', undefined),
+    flag('r', 'reverse'),
+    flag('d', 'directory'),
+    flag('F', 'classify'),
+    flag('p', undefined),
+    flag('s', 'size'),
+    flag(undefined, 'group-directories-first'),
   ],
   denied: {
-    '-L': 'following symlinks could leave the repository', '--dereference': 'following symlinks could leave the repository',
+    '-L': 'following symlinks could leave the repository',
+    '--dereference': 'following symlinks could leave the repository',
     '-H': 'following symlinks could leave the repository',
     '--dereference-command-line': 'following symlinks could leave the repository',
   },
@@ -212,9 +324,10 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
   }
   const paths = await pathOperands(ctx, program, operands);
   if (!paths.ok) return paths;
-  const prefix = program === 'rg'
-    ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
-    : [];
+  const prefix =
+    program === 'rg'
+      ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
+      : [];
   // `.git` is never searched (its file names the bare clone outside the root): after the model's own
   // globs, so none of them can re-include it.
   const gitExclusion = program === 'rg' ? ['--glob=!.git'] : ['--exclude-dir=.git', '--exclude=.git'];
@@ -244,7 +357,8 @@ async function prepareSed(words: string[], ctx: GuardContext): Promise<Prepared>
     const guarded = await guardPath(ctx.root, operand);
     if (guarded.ok && guarded.kind === 'file') {
       const sniff = await sniffBinary(guarded.absolute);
-      if (sniff.binary) return { ok: false, message: `sed: ${JSON.stringify(operand)} is a binary file (${sniff.reason}); sed shows text files only` };
+      if (sniff.binary)
+        return { ok: false, message: `sed: ${JSON.stringify(operand)} is a binary file (${sniff.reason}); sed shows text files only` };
     }
   }
   return { ok: true, args: ['-n', '-e', scripts[0]!.replace(/\s+/g, ''), '--', ...paths.args] };
@@ -260,8 +374,23 @@ async function prepareFileTool(words: string[], spec: ProgramOptions, ctx: Guard
   return { ok: true, args: [...emitOptions(parsed.options), '--', ...paths.args] };
 }
 
-const FIND_UNARY = new Set(['-print', '-prune', '-empty', '-true', '-false', '-quit', '-not', '!', '-a', '-and', '-o',
-  '-or', '(', ')', '-depth']);
+const FIND_UNARY = new Set([
+  '-print',
+  '-prune',
+  '-empty',
+  '-true',
+  '-false',
+  '-quit',
+  '-not',
+  '!',
+  '-a',
+  '-and',
+  '-o',
+  '-or',
+  '(',
+  ')',
+  '-depth',
+]);
 /**
  * -printf directives allowed: everything about the entry itself, nothing about a symlink's target (%l
  * prints it, %Y stats it: both would reveal names or existence outside the root). Flags and a width may
@@ -269,25 +398,48 @@ const FIND_UNARY = new Set(['-print', '-prune', '-empty', '-true', '-false', '-q
  */
 const FIND_PRINTF = /^(?:[^%\\]|\\[ntr\\]|%%|%[-+ #0]{0,4}\d{0,4}(?:\.\d{1,4})?(?:[pPfhHsdyimMkbnugUGDF]|[TAC][@a-zA-Z+]|[tac]))*$/;
 const FIND_BINARY: Record<string, RegExp | null> = {
-  '-name': null, '-iname': null, '-path': null, '-ipath': null, '-wholename': null, '-iwholename': null,
-  '-regex': null, '-iregex': null, '-printf': FIND_PRINTF,
+  '-name': null,
+  '-iname': null,
+  '-path': null,
+  '-ipath': null,
+  '-wholename': null,
+  '-iwholename': null,
+  '-regex': null,
+  '-iregex': null,
+  '-printf': FIND_PRINTF,
   '-type': /^[fdlpsb](,[fdlpsb])*$/,
-  '-maxdepth': /^\d{1,4}$/, '-mindepth': /^\d{1,4}$/, '-size': /^[+-]?\d{1,12}[bcwkMG]?$/,
-  '-mtime': /^[+-]?\d{1,9}$/, '-mmin': /^[+-]?\d{1,9}$/,
+  '-maxdepth': /^\d{1,4}$/,
+  '-mindepth': /^\d{1,4}$/,
+  '-size': /^[+-]?\d{1,12}[bcwkMG]?$/,
+  '-mtime': /^[+-]?\d{1,9}$/,
+  '-mmin': /^[+-]?\d{1,9}$/,
   // A plain date or date-time only: find's date parser also takes TZ="<file>", which opens that file.
   '-newermt': /^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?$/,
   '-regextype': /^(emacs|posix-awk|posix-basic|posix-egrep|posix-extended|egrep|grep|findutils-default)$/,
 };
 const FIND_DENIED: Record<string, string> = {
-  '-exec': 'find runs no programs', '-execdir': 'find runs no programs', '-ok': 'find runs no programs',
-  '-okdir': 'find runs no programs', '-delete': 'the terminal is read-only', '-fprint': 'the terminal is read-only',
-  '-fprint0': 'the terminal is read-only', '-fprintf': 'the terminal is read-only', '-fls': 'the terminal is read-only',
-  '-files0-from': 'start paths come from the command line', '-L': 'following symlinks could leave the repository',
-  '-H': 'following symlinks could leave the repository', '-follow': 'following symlinks could leave the repository',
-  '-print0': 'output is text; use -print', '-D': 'debug options are not available', '-newer': 'compare with -newermt instead',
-  '-lname': 'symlink targets are not shown or matched', '-ilname': 'symlink targets are not shown or matched',
-  '-xtype': 'it looks through symlinks; use -type', '-readable': 'it looks through symlinks',
-  '-executable': 'it looks through symlinks', '-ls': "it prints symlink targets; use -printf '%M %s %p\\n'",
+  '-exec': 'find runs no programs',
+  '-execdir': 'find runs no programs',
+  '-ok': 'find runs no programs',
+  '-okdir': 'find runs no programs',
+  '-delete': 'the terminal is read-only',
+  '-fprint': 'the terminal is read-only',
+  '-fprint0': 'the terminal is read-only',
+  '-fprintf': 'the terminal is read-only',
+  '-fls': 'the terminal is read-only',
+  '-files0-from': 'start paths come from the command line',
+  '-L': 'following symlinks could leave the repository',
+  '-H': 'following symlinks could leave the repository',
+  '-follow': 'following symlinks could leave the repository',
+  '-print0': 'output is text; use -print',
+  '-D': 'debug options are not available',
+  '-newer': 'compare with -newermt instead',
+  '-lname': 'symlink targets are not shown or matched',
+  '-ilname': 'symlink targets are not shown or matched',
+  '-xtype': 'it looks through symlinks; use -type',
+  '-readable': 'it looks through symlinks',
+  '-executable': 'it looks through symlinks',
+  '-ls': "it prints symlink targets; use -printf '%M %s %p\\n'",
 };
 
 async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared> {
@@ -295,7 +447,10 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
   while (i < words.length && /^-[PHLDO]/.test(words[i]!) && !(words[i]! in FIND_BINARY) && !FIND_UNARY.has(words[i]!)) {
     if (words[i] !== '-P') {
       const w = words[i]!;
-      return { ok: false, message: `find ${w} is not allowed: ${FIND_DENIED[w.slice(0, 2)] ?? 'only -P (never follow symlinks) is allowed'}` };
+      return {
+        ok: false,
+        message: `find ${w} is not allowed: ${FIND_DENIED[w.slice(0, 2)] ?? 'only -P (never follow symlinks) is allowed'}`,
+      };
     }
     i += 1;
   }

@@ -13,12 +13,19 @@ describe('tokenize', () => {
     ["rg 'def foo(' src", [['rg', 'def foo(', 'src']]],
     ['rg "a b" "c\\"d" "e\\\\f" "g\\h"', [['rg', 'a b', 'c"d', 'e\\f', 'g\\h']]],
     ['rg a\\ b c\\|d', [['rg', 'a b', 'c|d']]],
-    ["rg 'end$' \"x$\" y$", [['rg', 'end$', 'x$', 'y$']]],
-    ["rg -n foo | head -5 | wc -l", [['rg', '-n', 'foo'], ['head', '-5'], ['wc', '-l']]],
-    ["rg foo|head", [['rg', 'foo'], ['head']]],
+    ['rg \'end$\' "x$" y$', [['rg', 'end$', 'x$', 'y$']]],
+    [
+      'rg -n foo | head -5 | wc -l',
+      [
+        ['rg', '-n', 'foo'],
+        ['head', '-5'],
+        ['wc', '-l'],
+      ],
+    ],
+    ['rg foo|head', [['rg', 'foo'], ['head']]],
     ["find . -name '*.py' \\( -type f \\)", [['find', '.', '-name', '*.py', '(', '-type', 'f', ')']]],
     ["rg ''", [['rg', '']]],
-    ["rg 'a'\"b\"c", [['rg', 'abc']]],
+    ['rg \'a\'"b"c', [['rg', 'abc']]],
     ['rg  \t x', [['rg', 'x']]],
     ["rg '#notacomment' a#b", [['rg', '#notacomment', 'a#b']]],
   ])('%s', (command, expected) => {
@@ -26,7 +33,7 @@ describe('tokenize', () => {
   });
 
   it('marks only unquoted glob characters for expansion', () => {
-    const r = tokenize("ls src/*.py '*.md' \"?\" a\\*b c[ab]");
+    const r = tokenize('ls src/*.py \'*.md\' "?" a\\*b c[ab]');
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.pipeline[0]!.map((w) => w.glob)).toEqual([null, 'src/*.py', null, null, null, 'c[ab]']);

@@ -66,9 +66,11 @@ export function tokenize(command: string): TokenizeResult {
     }
     if (c === ';') return refuse("';' is not allowed: run one command (or one pipeline) per call");
     if (c === '&') {
-      return refuse(command[i + 1] === '&'
-        ? "'&&' is not allowed: run one command (or one pipeline) per call; commands already run in the repository root (no cd needed)"
-        : "'&' (background jobs) is not allowed");
+      return refuse(
+        command[i + 1] === '&'
+          ? "'&&' is not allowed: run one command (or one pipeline) per call; commands already run in the repository root (no cd needed)"
+          : "'&' (background jobs) is not allowed",
+      );
     }
     if (c === '>' || c === '<') return refuse(`redirection '${c}' is not allowed: the terminal is read-only and output is returned to you`);
     if (c === '`') return refuse('command substitution (backticks) is not allowed');

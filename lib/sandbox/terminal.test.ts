@@ -22,7 +22,7 @@ describe('terminal: the allowed programs work like a shell', () => {
   });
 
   it('pipes stages into each other', async () => {
-    expect(await run("rg -n --sort path helper src | head -n 2")).toEqual({
+    expect(await run('rg -n --sort path helper src | head -n 2')).toEqual({
       status: 'ok',
       output: 'src/app.py:5:        return helper(os.getcwd())\nsrc/app.py:7:def helper(path):',
     });
@@ -49,19 +49,28 @@ describe('terminal: the allowed programs work like a shell', () => {
   });
 
   it('find lists inside the root without following symlinks', async () => {
-    expect((await run("find . -path ./links -prune -o -name '*.py' -type f -print")).output.split('\n').sort()).toEqual(
-      ['./src/app.py', './src/util/__init__.py', './src/util/helpers.py', './tests/test_app.py'],
-    );
-    expect((await run('find links -type l')).output.split('\n').sort()).toEqual(
-      ['links/abs-out', 'links/environ', 'links/inside', 'links/loop-a', 'links/loop-b', 'links/out-dir', 'links/out-file'],
-    );
+    expect((await run("find . -path ./links -prune -o -name '*.py' -type f -print")).output.split('\n').sort()).toEqual([
+      './src/app.py',
+      './src/util/__init__.py',
+      './src/util/helpers.py',
+      './tests/test_app.py',
+    ]);
+    expect((await run('find links -type l')).output.split('\n').sort()).toEqual([
+      'links/abs-out',
+      'links/environ',
+      'links/inside',
+      'links/loop-a',
+      'links/loop-b',
+      'links/out-dir',
+      'links/out-file',
+    ]);
   });
 
   it('expands unquoted globs inside the root like bash, and keeps quoted ones literal', async () => {
     expect((await run('wc -l src/*.py tests/*')).output).toBe('  8 src/app.py\n  4 tests/test_app.py\n 12 total');
     expect((await run("ls 'src/*.py'")).message).toMatch(/no such file or directory: "src\/\*\.py"/);
     expect((await run('ls *.nothing')).status).toBe('error'); // no match: stays literal, then the guard says it does not exist
-    expect((await run("rg -c needle_not_here *.md")).output).toBe('(no output)\n[exit code 1]');
+    expect((await run('rg -c needle_not_here *.md')).output).toBe('(no output)\n[exit code 1]');
   });
 
   it('absolute paths inside the root are rewritten to repo-relative operands', async () => {
@@ -90,9 +99,16 @@ describe('terminal: the allowed programs work like a shell', () => {
 
   it('kills the whole pipeline on timeout and returns promptly', async () => {
     const started = Date.now();
-    const r = await terminal(fx.root, { command: "cat catastrophic.txt | grep -E '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$' | wc -l" }, { timeoutMs: 500 });
+    const r = await terminal(
+      fx.root,
+      { command: "cat catastrophic.txt | grep -E '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$' | wc -l" },
+      { timeoutMs: 500 },
+    );
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(r).toMatchObject({ status: 'error', message: 'terminal: the command timed out after 500 ms and was killed; the output above is partial' });
+    expect(r).toMatchObject({
+      status: 'error',
+      message: 'terminal: the command timed out after 500 ms and was killed; the output above is partial',
+    });
   });
 
   it('refusals list what is allowed', async () => {
@@ -114,8 +130,18 @@ describe('planCommand rebuilds every argument list', () => {
     expect(plan.ok).toBe(true);
     if (!plan.ok) return;
     expect(plan.stages[0]!.args).toEqual([
-      '--no-config', '--no-ignore-parent', '--no-ignore-global', '--threads=4', '--ignore-case', '--line-number', '--after-context=2',
-      '--glob=*.py', '--glob=!.git', '--regexp=helper', '--', 'src',
+      '--no-config',
+      '--no-ignore-parent',
+      '--no-ignore-global',
+      '--threads=4',
+      '--ignore-case',
+      '--line-number',
+      '--after-context=2',
+      '--glob=*.py',
+      '--glob=!.git',
+      '--regexp=helper',
+      '--',
+      'src',
     ]);
     expect(path.isAbsolute(plan.stages[0]!.executable)).toBe(true);
   });
@@ -131,7 +157,7 @@ describe('planCommand rebuilds every argument list', () => {
     expect(find.ok).toBe(false);
     const findDash = await planCommand(fx.root, 'find -e -maxdepth 1');
     expect(findDash.ok).toBe(false); // '-e' is read as an expression, as find would
-    const findPath = await planCommand(fx.root, "find ./-e -maxdepth 0");
+    const findPath = await planCommand(fx.root, 'find ./-e -maxdepth 0');
     expect(findPath.ok && findPath.stages[0]!.args).toEqual(['./-e', '-maxdepth', '0']);
   });
 

@@ -28,7 +28,11 @@ export function redactLinkTargets(text: string): string {
 }
 
 /** Turns the model's command line into validated pipeline stages, or says why not. Runs nothing. */
-export async function planCommand(root: string, command: string, deadline = Infinity): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
+export async function planCommand(
+  root: string,
+  command: string,
+  deadline = Infinity,
+): Promise<{ ok: true; stages: Stage[]; root: string } | { ok: false; message: string }> {
   if (command.length > SANDBOX_LIMITS.maxCommandChars) {
     return { ok: false, message: `the command is longer than ${SANDBOX_LIMITS.maxCommandChars} characters` };
   }
@@ -129,9 +133,16 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   const limited = run.stages.find((s) => s.limitExceeded);
   if (limited) return errorResult(`terminal: ${describeLimit(limited.limitExceeded!, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
-    return errorResult(`terminal: the command timed out after ${seconds(timeoutMs)} and was killed; the output above is partial`, fitted.output);
+    return errorResult(
+      `terminal: the command timed out after ${seconds(timeoutMs)} and was killed; the output above is partial`,
+      fitted.output,
+    );
   }
   const cut = fitted.cut || stdout.binaryCut || run.stoppedEarly;
   if (!cut) return { status: 'ok', output: fitted.output };
-  return { status: 'truncated', output: fitted.output, message: [fitted.cutNote, ...notes.filter((n) => !n.startsWith('[exit'))].filter(Boolean).join(' ') };
+  return {
+    status: 'truncated',
+    output: fitted.output,
+    message: [fitted.cutNote, ...notes.filter((n) => !n.startsWith('[exit'))].filter(Boolean).join(' '),
+  };
 }

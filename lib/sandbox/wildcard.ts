@@ -19,16 +19,15 @@ export type WildNode =
   | { kind: 'alt'; options: WildNode[] }
   | { kind: 'optional'; node: WildNode };
 
-type Inst =
-  | { op: 'char'; test: CharTest }
-  | { op: 'split'; x: number; y: number }
-  | { op: 'jmp'; x: number }
-  | { op: 'match' };
+type Inst = { op: 'char'; test: CharTest } | { op: 'split'; x: number; y: number } | { op: 'jmp'; x: number } | { op: 'match' };
 
 const SLASH = 0x2f;
 export const notSlash: CharTest = (c) => c !== SLASH;
 export const anyChar: CharTest = () => true;
-export const literal = (code: number): CharTest => (c) => c === code;
+export const literal =
+  (code: number): CharTest =>
+  (c) =>
+    c === code;
 
 /**
  * A bracket class (`[a-z_]`, `[!x]`): `body` is the text between the brackets, negation already removed;

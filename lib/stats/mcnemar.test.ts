@@ -47,7 +47,14 @@ describe('McNemar exact test', () => {
   });
 
   it('agrees with exact integer arithmetic up to thousands of discordant pairs', () => {
-    for (const [b, c] of [[3, 17], [40, 60], [96, 129], [250, 310], [1000, 1100], [1500, 1500]] as const) {
+    for (const [b, c] of [
+      [3, 17],
+      [40, 60],
+      [96, 129],
+      [250, 310],
+      [1000, 1100],
+      [1500, 1500],
+    ] as const) {
       expect(mcnemarExact(b, c).pValue).toBeCloseTo(exactReference(b, c), 12);
     }
     // Tiny p-values do not underflow to 0 (2·2^-2000 underflows doubles, so 0 is right there; 2^-1000 is not).

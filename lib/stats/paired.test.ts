@@ -3,14 +3,40 @@ import { pairedMeans, splitPaired } from './paired';
 
 describe('paired sets', () => {
   it('splits outcomes over the instances both configurations ran', () => {
-    const baseline = new Map([['a', true], ['b', true], ['c', false], ['d', false], ['only-base', true]]);
-    const other = new Map([['d', true], ['c', false], ['b', false], ['a', true], ['only-other', true]]);
-    expect(splitPaired(baseline, other)).toEqual({ common: ['a', 'b', 'c', 'd'], both: ['a'], firstOnly: ['b'], secondOnly: ['d'], neither: ['c'] });
+    const baseline = new Map([
+      ['a', true],
+      ['b', true],
+      ['c', false],
+      ['d', false],
+      ['only-base', true],
+    ]);
+    const other = new Map([
+      ['d', true],
+      ['c', false],
+      ['b', false],
+      ['a', true],
+      ['only-other', true],
+    ]);
+    expect(splitPaired(baseline, other)).toEqual({
+      common: ['a', 'b', 'c', 'd'],
+      both: ['a'],
+      firstOnly: ['b'],
+      secondOnly: ['d'],
+      neither: ['c'],
+    });
   });
 
   it('compares means on the paired ids with a bootstrap interval of the difference', () => {
-    const first = new Map([['a', 20], ['b', 10], ['c', 30]]);
-    const second = new Map([['a', 16], ['b', 8], ['c', 24]]);
+    const first = new Map([
+      ['a', 20],
+      ['b', 10],
+      ['c', 30],
+    ]);
+    const second = new Map([
+      ['a', 16],
+      ['b', 8],
+      ['c', 24],
+    ]);
     const paired = pairedMeans(['a', 'b', 'c'], first, second, { seed: 7 });
     expect(paired).toMatchObject({ n: 3, first: 20, second: 16 });
     expect(paired.relativeChange).toBeCloseTo(-0.2, 12);

@@ -60,7 +60,9 @@ export function pairedMeans(
     const x = first.get(id);
     const y = second.get(id);
     if (x === undefined || y === undefined) {
-      throw new RangeError(`pairedMeans: instance ${JSON.stringify(id)} has no value under the ${x === undefined ? 'first' : 'second'} configuration`);
+      throw new RangeError(
+        `pairedMeans: instance ${JSON.stringify(id)} has no value under the ${x === undefined ? 'first' : 'second'} configuration`,
+      );
     }
     a.push(x);
     b.push(y);

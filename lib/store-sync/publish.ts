@@ -17,6 +17,7 @@ export async function publishRunArtifact(storeOrUri: string | ArtifactStore, key
   if (head && head.sha256 === ref.sha256 && (await store.head(`${key}.manifest.json`))) return { ...ref, uri: store.uriOf(key) };
   const local = await localPathForUri(ref.uri);
   const read = await readManifest(local);
-  if (read.status !== 'ok') throw new Error(`publishing ${ref.uri} to ${store.uriOf(key)}: its manifest is ${read.status === 'missing' ? 'missing' : read.reason}`);
+  if (read.status !== 'ok')
+    throw new Error(`publishing ${ref.uri} to ${store.uriOf(key)}: its manifest is ${read.status === 'missing' ? 'missing' : read.reason}`);
   return publishArtifact(store, key, local, read.manifest);
 }

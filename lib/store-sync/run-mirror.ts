@@ -46,7 +46,8 @@ export function loggedSteps(stdout: string): number {
     if (!line.startsWith('{') || !line.endsWith('}')) continue;
     try {
       const value = JSON.parse(line) as { event?: unknown; step?: unknown };
-      if (typeof value.step === 'number' && ['step', 'resumed', 'stopped', 'done'].includes(String(value.event))) max = Math.max(max, value.step);
+      if (typeof value.step === 'number' && ['step', 'resumed', 'stopped', 'done'].includes(String(value.event)))
+        max = Math.max(max, value.step);
     } catch {
       // a partial or foreign line
     }
@@ -76,7 +77,10 @@ export async function storedSegments(store: ArtifactStore, runId: string): Promi
 }
 
 /** What the store holds of a training run: where a new training workflow continues from (inspectTrainingRun). */
-export async function inspectStoredRun(storeOrUri: string | ArtifactStore, runId: string): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
+export async function inspectStoredRun(
+  storeOrUri: string | ArtifactStore,
+  runId: string,
+): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
   const store = typeof storeOrUri === 'string' ? openArtifactStore(storeOrUri) : storeOrUri;
   const steps = await storedCheckpointSteps(store, runId);
   const segments = await storedSegments(store, runId);
@@ -167,7 +171,10 @@ export class SegmentMirror {
     const prefix = `${this.keys.segmentDir(this.options.segment)}/`;
     for (const object of await this.store.list(prefix)) {
       const rel = object.key.slice(prefix.length);
-      if (await pullIfLonger(this.store, object.key, object.bytes, path.join(this.local.segmentDir(this.options.segment), ...rel.split('/')))) result.logs.push(rel);
+      if (
+        await pullIfLonger(this.store, object.key, object.bytes, path.join(this.local.segmentDir(this.options.segment), ...rel.split('/')))
+      )
+        result.logs.push(rel);
       this.pushedLogs.set(rel, object.bytes);
     }
     const recipe = await this.store.head(this.keys.recipe);
@@ -209,7 +216,8 @@ export class SegmentMirror {
   /** Uploads the segment's metrics Parquet and then its manifest; returns the ref with the store's URI. */
   async publishSegmentMetrics(localPath: string): Promise<ArtifactRef> {
     const read = await readManifest(localPath);
-    if (read.status !== 'ok') throw new Error(`publishing ${localPath}: its manifest is ${read.status === 'missing' ? 'missing' : read.reason}`);
+    if (read.status !== 'ok')
+      throw new Error(`publishing ${localPath}: its manifest is ${read.status === 'missing' ? 'missing' : read.reason}`);
     return publishArtifact(this.store, this.keys.segmentMetrics(this.options.segment), localPath, read.manifest);
   }
 
@@ -229,7 +237,10 @@ export class SegmentMirror {
     }
     // 2. The newest complete local checkpoint those logs cover, if newer than every marker the store has.
     const newestMarked = Math.max(0, ...this.markedSteps);
-    const checkpoint = localCheckpoints(this.options.localRunDir).filter((c) => c.step <= covered && c.step > newestMarked).at(-1) ?? null;
+    const checkpoint =
+      localCheckpoints(this.options.localRunDir)
+        .filter((c) => c.step <= covered && c.step > newestMarked)
+        .at(-1) ?? null;
     // 3. Changed logs (each object whole: a log only grows, a reader takes the longer copy).
     for (const [name, bytes] of logs) {
       if (this.pushedLogs.get(name) === bytes.length) continue;
@@ -243,7 +254,11 @@ export class SegmentMirror {
     // 4. The checkpoint's files, then its marker: the commit record.
     if (checkpoint) {
       try {
-        await pushDirectory(this.store, checkpoint.path, this.keys.checkpoint(checkpoint.step), this.keys.marker(checkpoint.step), { step: checkpoint.step, segment: this.options.segment, source: segmentName(this.options.segment) });
+        await pushDirectory(this.store, checkpoint.path, this.keys.checkpoint(checkpoint.step), this.keys.marker(checkpoint.step), {
+          step: checkpoint.step,
+          segment: this.options.segment,
+          source: segmentName(this.options.segment),
+        });
         this.markedSteps.add(checkpoint.step);
       } catch (error) {
         // The trainer may have pruned it (keepCheckpoints) while it was read: a newer one follows.

@@ -6,7 +6,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PipelineConfigSchema } from '../../schemas/config';
 import { StoreUriSchema } from '../../schemas/store';
 import { hashConfig, readParquetObjects, readRows, writeParquetArtifact } from '../artifacts';
-import { fileStoreUri, openArtifactStore, pullDirectory, pushDirectory, readDirectoryMarker, StoreIntegrityError } from '../artifacts/store';
+import {
+  fileStoreUri,
+  openArtifactStore,
+  pullDirectory,
+  pushDirectory,
+  readDirectoryMarker,
+  StoreIntegrityError,
+} from '../artifacts/store';
 import { bareMirror, createSyntheticRepo } from '../worktrees/synthetic-repo';
 import {
   SegmentMirror,
@@ -54,7 +61,8 @@ describe('store URIs in the config', () => {
     expect(StoreUriSchema.safeParse('s3://my-bucket/codegrep').success).toBe(true);
     expect(StoreUriSchema.safeParse('s3://my-bucket').success).toBe(true);
     expect(StoreUriSchema.safeParse('file:///data/store').success).toBe(true);
-    for (const bad of ['s3://Bad_Bucket/x', 'gs://bucket/x', 'runs/store', 's3://bucket/a/../b', 'file://relative']) expect(StoreUriSchema.safeParse(bad).success, bad).toBe(false);
+    for (const bad of ['s3://Bad_Bucket/x', 'gs://bucket/x', 'runs/store', 's3://bucket/a/../b', 'file://relative'])
+      expect(StoreUriSchema.safeParse(bad).success, bad).toBe(false);
     const base = { runId: 'r', inputs: { trajectories: 't', instances: 'i' } };
     expect(PipelineConfigSchema.parse(base).store).toBeUndefined();
     expect(PipelineConfigSchema.parse({ ...base, store: 's3://b-1/p' }).store).toBe('s3://b-1/p');
@@ -110,14 +118,20 @@ describe('a training segment mirrored through a file:// store', () => {
     const store = openArtifactStore(fileStoreUri(storeDir));
     const nodeB = path.join(fresh('node-b'), 'run-1');
     // Checkpoint 3 is complete on disk but its step line is not written yet; 4 is half-written.
-    trainerState(nodeB, { checkpoints: [1, 2, 3], partial: [4], lines: ['not json', JSON.stringify({ event: 'start', step: 0 }), stepLine(1), stepLine(2), '{"event":"checkpoint","step":3}'] });
+    trainerState(nodeB, {
+      checkpoints: [1, 2, 3],
+      partial: [4],
+      lines: ['not json', JSON.stringify({ event: 'start', step: 0 }), stepLine(1), stepLine(2), '{"event":"checkpoint","step":3}'],
+    });
     const mirrorB = new SegmentMirror({ store, runId: 'run-1', localRunDir: nodeB, segment: 1 });
     expect((await mirrorB.pull()).checkpointStep).toBeNull();
     mirrorB.notify();
     mirrorB.notify(); // coalesced
     await mirrorB.flush();
     expect(await storedCheckpointSteps(store, 'run-1')).toEqual([2]);
-    expect(readFileSync(path.join(storeDir, 'run-1/training/segments/segment-0001/attempt-01.stdout.jsonl'), 'utf8')).toContain(stepLine(2));
+    expect(readFileSync(path.join(storeDir, 'run-1/training/segments/segment-0001/attempt-01.stdout.jsonl'), 'utf8')).toContain(
+      stepLine(2),
+    );
     expect(existsSync(path.join(storeDir, 'run-1/training/trainer/recipe.json'))).toBe(true);
     expect(mirrorB.checkpointUri(2)).toBe(`${fileStoreUri(path.join(storeDir, 'run-1/training/trainer/checkpoints/step-00000002'))}/`);
 
@@ -145,7 +159,12 @@ describe('a training segment mirrored through a file:// store', () => {
     trainerState(nodeC, { checkpoints: [4], attempt: 2, lines: [JSON.stringify({ event: 'resumed', step: 3 }), stepLine(4)] });
     await mirrorC.flush();
     expect(await storedCheckpointSteps(store, 'run-1')).toEqual([2, 3, 4]);
-    expect(readdirSync(path.join(storeDir, 'run-1/training/segments/segment-0001')).sort()).toEqual(['attempt-01.stderr.log', 'attempt-01.stdout.jsonl', 'attempt-02.stderr.log', 'attempt-02.stdout.jsonl']);
+    expect(readdirSync(path.join(storeDir, 'run-1/training/segments/segment-0001')).sort()).toEqual([
+      'attempt-01.stderr.log',
+      'attempt-01.stdout.jsonl',
+      'attempt-02.stderr.log',
+      'attempt-02.stdout.jsonl',
+    ]);
 
     // The segment's metrics Parquet: published with its manifest, the ref names the store's copy.
     const metrics = path.join(nodeC, 'training/metrics/segment-0001.parquet');
@@ -176,13 +195,16 @@ describe('a training segment mirrored through a file:// store', () => {
     trainerState(node, { checkpoints: [1], lines: [stepLine(1)] });
     const errors: unknown[] = [];
     let failNext = true;
-    const flaky = { ...store, putBytes: async (key: string, content: Uint8Array | string) => {
-      if (failNext) {
-        failNext = false;
-        throw new Error('store down');
-      }
-      return store.putBytes(key, content);
-    } };
+    const flaky = {
+      ...store,
+      putBytes: async (key: string, content: Uint8Array | string) => {
+        if (failNext) {
+          failNext = false;
+          throw new Error('store down');
+        }
+        return store.putBytes(key, content);
+      },
+    };
     const mirror = new SegmentMirror({ store: flaky, runId: 'run-2', localRunDir: node, segment: 1, onPushError: (e) => errors.push(e) });
     mirror.notify();
     await new Promise((r) => setTimeout(r, 50));
@@ -215,7 +237,7 @@ describe('publishing a run artifact and materializing its worktrees on another n
     expect(rows).toEqual([{ instanceId: 'a' }, { instanceId: 'b' }]);
   });
 
-  it('materializeSampleWorktrees makes each (repo, base commit) worktree in the node\'s own data dir and maps the rows to it', async () => {
+  it("materializeSampleWorktrees makes each (repo, base commit) worktree in the node's own data dir and maps the rows to it", async () => {
     const root = fresh('repos');
     const repo = await createSyntheticRepo(path.join(root, 'src'), { files: 3, commits: 3 });
     await bareMirror(repo.dir, path.join(root, 'mirrors', 'acme__widgets.git'));
@@ -228,7 +250,10 @@ describe('publishing a run artifact and materializing its worktrees on another n
     ];
     writeFileSync(samples, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
     const dataDir = fresh('gpu-data');
-    const made = await materializeSampleWorktrees(samples, { repoSource: { kind: 'mirror-dir', dir: path.join(root, 'mirrors') }, dataDir });
+    const made = await materializeSampleWorktrees(samples, {
+      repoSource: { kind: 'mirror-dir', dir: path.join(root, 'mirrors') },
+      dataDir,
+    });
     expect(made.failed).toEqual([]);
     expect(made.results).toHaveLength(2);
     const w1 = made.worktreePath(rows[0]!)!;

@@ -27,7 +27,8 @@ export async function materializeSampleWorktrees(
   for await (const record of readRows(samplesUri)) {
     if ('error' in record) continue;
     const row = record.row as Record<string, unknown>;
-    if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string' || row.worktreePath === null || row.worktreePath === undefined) continue;
+    if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string' || row.worktreePath === null || row.worktreePath === undefined)
+      continue;
     const key = `${row.repo}@${row.baseCommit}`;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -47,7 +48,8 @@ export async function materializeSampleWorktrees(
     else byKey.set(`${result.repo}@${result.commit}`, result.path);
   }
   return {
-    worktreePath: (row) => (typeof row.repo === 'string' && typeof row.baseCommit === 'string' ? (byKey.get(`${row.repo}@${row.baseCommit}`) ?? null) : null),
+    worktreePath: (row) =>
+      typeof row.repo === 'string' && typeof row.baseCommit === 'string' ? (byKey.get(`${row.repo}@${row.baseCommit}`) ?? null) : null,
     results,
     failed,
   };

@@ -60,7 +60,9 @@ export class ByteLevelBpeCounter {
       if (!this.ranks.has(key)) this.ranks.set(key, rank);
     });
     if (!spec.splitPattern.flags.includes('g') || !spec.splitPattern.flags.includes('u')) {
-      throw new Error(`ByteLevelBpeCounter: splitPattern must have the g and u flags, got /${spec.splitPattern.source}/${spec.splitPattern.flags}`);
+      throw new Error(
+        `ByteLevelBpeCounter: splitPattern must have the g and u flags, got /${spec.splitPattern.source}/${spec.splitPattern.flags}`,
+      );
     }
     this.splitPattern = spec.splitPattern;
     this.normalization = spec.normalization;
@@ -85,8 +87,7 @@ export class ByteLevelBpeCounter {
   }
 
   private countSection(section: string): number {
-    const normalized =
-      this.normalization === null || ASCII_ONLY.test(section) ? section : section.normalize(this.normalization);
+    const normalized = this.normalization === null || ASCII_ONLY.test(section) ? section : section.normalize(this.normalization);
     let total = 0;
     let previousEnd = 0;
     const pattern = this.splitPattern;

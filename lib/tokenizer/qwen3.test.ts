@@ -40,9 +40,7 @@ describe('countTokens (Qwen3)', () => {
 
   it('matches the reference tokenizer on every assistant message and on tool output in the real sample', () => {
     const messages = sampleMessages();
-    const texts = messages
-      .filter((m) => m.role === 'assistant' && typeof m.content === 'string')
-      .map((m) => m.content as string);
+    const texts = messages.filter((m) => m.role === 'assistant' && typeof m.content === 'string').map((m) => m.content as string);
     // Tool output is code, diffs and tracebacks: a harder test of the pre-tokenizer than prose. ~120 KB of it.
     let toolChars = 0;
     for (const m of messages) {
@@ -58,7 +56,7 @@ describe('countTokens (Qwen3)', () => {
   it('matches the reference on edge cases: unicode normalisation, special tokens, long pieces, CRLF, contractions', () => {
     const cases = [
       'e\u0301te\u0301 caf\u00e9', // NFC composes e + combining acute
-      'DON\'T you\'re I\'M we\'LL it\'d',
+      "DON'T you're I'M we'LL it'd",
       'line one\r\nline two\r\n\r\n   \n\t\tindented',
       '<think>reasoning</think><tool_call>{"a": 1}</tool_call><|im_end|>',
       'emoji 👩‍💻 and 🇫🇷 flags',
@@ -68,6 +66,7 @@ describe('countTokens (Qwen3)', () => {
       'Ĝ weird byte-level chars ĠĠ',
       '\u0000\u0001 control chars \u007f',
     ];
-    for (const text of cases) expect({ text: text.slice(0, 40), n: countTokens(text) }).toEqual({ text: text.slice(0, 40), n: reference().encode(text).length });
+    for (const text of cases)
+      expect({ text: text.slice(0, 40), n: countTokens(text) }).toEqual({ text: text.slice(0, 40), n: reference().encode(text).length });
   });
 });

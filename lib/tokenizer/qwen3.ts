@@ -44,7 +44,8 @@ export function createQwen3Counter(): ByteLevelBpeCounter {
   if (split?.type !== 'Split' || split.pattern?.Regex !== QWEN_SPLIT_PATTERN || split.behavior !== 'Isolated' || split.invert !== false) {
     problems.push(`unexpected Split pre-tokenizer ${JSON.stringify(split)}`);
   }
-  if (byteLevel?.type !== 'ByteLevel' || byteLevel.use_regex !== false) problems.push(`unexpected ByteLevel step ${JSON.stringify(byteLevel)}`);
+  if (byteLevel?.type !== 'ByteLevel' || byteLevel.use_regex !== false)
+    problems.push(`unexpected ByteLevel step ${JSON.stringify(byteLevel)}`);
   if (json.model.type !== 'BPE' || json.model.byte_fallback || json.model.ignore_merges) problems.push('model is not plain byte-level BPE');
   if (problems.length > 0) throw new Error(`${path}: unsupported Qwen3 tokenizer.json: ${problems.join('; ')}`);
 

@@ -8,7 +8,14 @@ export { applyTrainerEvent, initialSegmentState, type SegmentState, type Trainer
 export { SegmentProgress } from './segment-progress';
 export { environmentLimits, trainerArgs, trainerConfig } from './trainer-config';
 export { isRecordAlive, reapStaleTrainer, removePidFile, writePidFile, type TrainerPidRecord } from './trainer-pid-file';
-export { SMOKE_BANNER, effectiveRecipeRows, summarizeTraining, trainingReportHtml, trainingReportMarkdown, type TrainingSummary } from './report';
+export {
+  SMOKE_BANNER,
+  effectiveRecipeRows,
+  summarizeTraining,
+  trainingReportHtml,
+  trainingReportMarkdown,
+  type TrainingSummary,
+} from './report';
 export { segmentResult, segmentStoppedBy, trainerFailure, trainingNodeProblem, type SegmentResultFields } from './segment-outcome';
 export { writeSegmentMetrics } from './segment-metrics';
 export { runTrainer, TrainerStartError, type TrainerRun, type TrainerStopReason } from './run-trainer';

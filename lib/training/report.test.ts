@@ -14,7 +14,11 @@ describe('effectiveRecipeRows', () => {
     expect(effectiveRecipeRows(dir)).toEqual([]);
     writeFileSync(
       path.join(dir, 'recipe.json'),
-      JSON.stringify({ recipe: { value: 'codescout', source: 'config' }, algorithm: { value: 'gspo', source: 'CodeScout §3.4: GSPO (Eq. 2-3)' }, lr: { value: 2e-6, source: 'config' } }),
+      JSON.stringify({
+        recipe: { value: 'codescout', source: 'config' },
+        algorithm: { value: 'gspo', source: 'CodeScout §3.4: GSPO (Eq. 2-3)' },
+        lr: { value: 2e-6, source: 'config' },
+      }),
     );
     expect(effectiveRecipeRows(dir)).toEqual([
       ['recipe', '"codescout"', 'config'],

@@ -41,7 +41,13 @@ export function effectiveRecipeRows(trainerOutputDir: string): [string, string, 
   return Object.entries(recipe).map(([key, entry]) => [key, JSON.stringify(entry.value), entry.source]);
 }
 
-export function summarizeTraining(input: TrainingReportRequest, rows: readonly TrainingMetricsRow[], missing: number[], recipe: [string, string, string][], engines: string[]): TrainingSummary {
+export function summarizeTraining(
+  input: TrainingReportRequest,
+  rows: readonly TrainingMetricsRow[],
+  missing: number[],
+  recipe: [string, string, string][],
+  engines: string[],
+): TrainingSummary {
   const last = rows[rows.length - 1];
   const tailRows = rows.slice(Math.max(0, rows.length - Math.max(1, Math.ceil(rows.length / 10))));
   return {
@@ -49,10 +55,16 @@ export function summarizeTraining(input: TrainingReportRequest, rows: readonly T
       ['recipe', input.recipe],
       ['algorithm', input.algorithm],
       ['steps done / budget', `${input.step} / ${input.budget}${input.stoppedEarly ? ' (stopped early at a checkpoint)' : ''}`],
-      ['steps with metrics', `${rows.length}${missing.length > 0 ? ` (missing: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''})` : ''}`],
+      [
+        'steps with metrics',
+        `${rows.length}${missing.length > 0 ? ` (missing: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''})` : ''}`,
+      ],
       ['model', input.modelDir],
       ['rollout engine', engines.length > 0 ? engines.join('; ') : '– (no trainer start line found)'],
-      ['median step time', `${num(finiteMedian(rows.map((r) => r.stepTimeS)), 3)} s (rollout ${num(finiteMedian(rows.map((r) => r.rolloutTimeS)), 3)} s, update ${num(finiteMedian(rows.map((r) => r.updateTimeS)), 3)} s)`],
+      [
+        'median step time',
+        `${num(finiteMedian(rows.map((r) => r.stepTimeS)), 3)} s (rollout ${num(finiteMedian(rows.map((r) => r.rolloutTimeS)), 3)} s, update ${num(finiteMedian(rows.map((r) => r.updateTimeS)), 3)} s)`,
+      ],
       ['last step', last ? String(last.step) : '–'],
     ],
     tail: [
@@ -68,13 +80,32 @@ export function summarizeTraining(input: TrainingReportRequest, rows: readonly T
   };
 }
 
-export function trainingReportMarkdown(input: TrainingReportRequest, summary: TrainingSummary, plots: TrainingPlot[], tailSteps: number): string {
+export function trainingReportMarkdown(
+  input: TrainingReportRequest,
+  summary: TrainingSummary,
+  plots: TrainingPlot[],
+  tailSteps: number,
+): string {
   const lines = [`# Training report — run \`${input.runId}\``, ''];
   if (input.smokeRun) lines.push(`> **${SMOKE_BANNER}**`, '');
   lines.push('| | |', '| --- | --- |', ...summary.rows.map(([k, v]) => `| ${k} | ${v} |`), '');
-  lines.push(`Means over the last ${tailSteps} steps:`, '', '| metric | value |', '| --- | --- |', ...summary.tail.map(([k, v]) => `| ${k} | ${v} |`), '');
+  lines.push(
+    `Means over the last ${tailSteps} steps:`,
+    '',
+    '| metric | value |',
+    '| --- | --- |',
+    ...summary.tail.map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+  );
   if (summary.recipe.length > 0) {
-    lines.push('Effective recipe (what the trainer ran):', '', '| key | value | source |', '| --- | --- | --- |', ...summary.recipe.map(([k, v, s]) => `| ${k} | ${v} | ${s} |`), '');
+    lines.push(
+      'Effective recipe (what the trainer ran):',
+      '',
+      '| key | value | source |',
+      '| --- | --- | --- |',
+      ...summary.recipe.map(([k, v, s]) => `| ${k} | ${v} | ${s} |`),
+      '',
+    );
   }
   for (const plot of plots) lines.push(`![${plot.title} (${plot.figure})](${plot.name}.svg)`, '');
   if (input.notes.length > 0) lines.push('Notes:', '', ...input.notes.map((n) => `- ${n}`), '');
@@ -82,8 +113,14 @@ export function trainingReportMarkdown(input: TrainingReportRequest, summary: Tr
   return lines.join('\n');
 }
 
-export function trainingReportHtml(input: TrainingReportRequest, summary: TrainingSummary, plots: TrainingPlot[], tailSteps: number): string {
-  const table = (rows: [string, string][]) => `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table>`;
+export function trainingReportHtml(
+  input: TrainingReportRequest,
+  summary: TrainingSummary,
+  plots: TrainingPlot[],
+  tailSteps: number,
+): string {
+  const table = (rows: [string, string][]) =>
+    `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table>`;
   return [
     '<!doctype html>',
     '<html lang="en"><head><meta charset="utf-8">',

@@ -77,7 +77,11 @@ export async function runTrainer(options: RunTrainerOptions): Promise<TrainerRun
   const readLines = async (final: boolean) => {
     for (const { line, text } of await tail.read(final)) {
       try {
-        const outcome = applyTrainerEvent(state, { text, line, file: options.files.stdout, segment: options.segment, attempt: options.attempt }, options);
+        const outcome = applyTrainerEvent(
+          state,
+          { text, line, file: options.files.stdout, segment: options.segment, attempt: options.attempt },
+          options,
+        );
         state = outcome.state;
         if (outcome.heartbeat || outcome.progress) options.onEvent(outcome);
         if (outcome.targetReached) trainer.stop('target');

@@ -1,6 +1,11 @@
 import { hashConfig, writeParquetArtifact } from '../artifacts';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
-import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, trainingMetricsArrowSchema, type TrainingMetricsRow } from '../../schemas/training/metrics';
+import {
+  TRAINING_METRICS_SCHEMA_NAME,
+  TRAINING_METRICS_SCHEMA_VERSION,
+  trainingMetricsArrowSchema,
+  type TrainingMetricsRow,
+} from '../../schemas/training/metrics';
 import { segmentMetricsPath } from './layout';
 import { newestPerStep, readSegmentLogRows } from './run-metrics';
 

@@ -27,8 +27,15 @@ export function segmentStoppedBy(run: Pick<TrainerRun, 'stopReason' | 'state'>):
 }
 
 /** A trainer that exited non-zero: the message (with its stderr's tail) and whether a retry could help. */
-export async function trainerFailure(run: Pick<TrainerRun, 'exit' | 'state'>, segment: number, stderrFile: string): Promise<{ permanent: boolean; message: string }> {
-  const stderr = await readFile(stderrFile, 'utf8').then((text) => text.slice(-3000), () => '');
+export async function trainerFailure(
+  run: Pick<TrainerRun, 'exit' | 'state'>,
+  segment: number,
+  stderrFile: string,
+): Promise<{ permanent: boolean; message: string }> {
+  const stderr = await readFile(stderrFile, 'utf8').then(
+    (text) => text.slice(-3000),
+    () => '',
+  );
   const { exit } = run;
   const how = exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`;
   return {
@@ -37,7 +44,10 @@ export async function trainerFailure(run: Pick<TrainerRun, 'exit' | 'state'>, se
   };
 }
 
-export interface SegmentResultFields extends Pick<TrainSegmentResult, 'segment' | 'step' | 'checkpoint' | 'stoppedBy' | 'resumedFrom' | 'attempt' | 'metrics'> {
+export interface SegmentResultFields extends Pick<
+  TrainSegmentResult,
+  'segment' | 'step' | 'checkpoint' | 'stoppedBy' | 'resumedFrom' | 'attempt' | 'metrics'
+> {
   /** The segment's metrics rows, each step once: the last is the result's `latest`. */
   rows: readonly TrainingMetricsRow[];
   instances: number;

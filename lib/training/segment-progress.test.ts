@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { TrainingHeartbeat, TrainingProgress } from '../../schemas/training/activity-io';
 import { SegmentProgress } from './segment-progress';
 
-const at = (step: number, checkpointStep: number | null = null) => ({ step, checkpoint: checkpointStep === null ? null : `c${checkpointStep}`, checkpointStep, latest: null });
+const at = (step: number, checkpointStep: number | null = null) => ({
+  step,
+  checkpoint: checkpointStep === null ? null : `c${checkpointStep}`,
+  checkpointStep,
+  latest: null,
+});
 
 describe('SegmentProgress', () => {
   it('heartbeats every report, signals only newer progress, steps at most every everyMs, checkpoints at once', () => {
@@ -14,8 +19,16 @@ describe('SegmentProgress', () => {
     progress.report(at(5), 'throttled');
     progress.report(at(6), 'throttled'); // within everyMs of the last signal
     progress.report(at(6, 6), 'now');
-    expect(beats.map((b) => [b.step, b.checkpoint])).toEqual([[4, null], [5, null], [6, null], [6, 'c6']]);
-    expect(signals.map((s) => [s.segment, s.step, s.checkpointStep])).toEqual([[2, 5, null], [2, 6, 6]]);
+    expect(beats.map((b) => [b.step, b.checkpoint])).toEqual([
+      [4, null],
+      [5, null],
+      [6, null],
+      [6, 'c6'],
+    ]);
+    expect(signals.map((s) => [s.segment, s.step, s.checkpointStep])).toEqual([
+      [2, 5, null],
+      [2, 6, 6],
+    ]);
     expect(beat.signalled).toEqual({ step: 6, checkpointStep: 6 }); // carried to a retry in the heartbeat details
   });
 

@@ -29,7 +29,12 @@ export class SegmentProgress {
     this.beat.checkpoint = state.checkpoint;
     this.heartbeat();
     if (!signal || !this.out.signal) return;
-    const progress: TrainingProgress = { segment: this.segment, step: state.step, checkpointStep: state.checkpointStep, latest: state.latest };
+    const progress: TrainingProgress = {
+      segment: this.segment,
+      step: state.step,
+      checkpointStep: state.checkpointStep,
+      latest: state.latest,
+    };
     const signalled = this.beat.signalled;
     const newer = progress.step > signalled.step || (progress.checkpointStep ?? 0) > signalled.checkpointStep;
     const now = Date.now();

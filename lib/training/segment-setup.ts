@@ -43,10 +43,19 @@ export async function setUpSegment(
   const t = input.training;
   const loaded = await loadEnvSamples(input.samplesUri, t.recipe, input.worktreePath ? { worktreePath: input.worktreePath } : {});
   if (loaded.instanceIds.length === 0) {
-    const first = loaded.skipped.slice(0, 3).map((s) => `${s.instanceId}: ${s.reason}`).join('; ') || 'the file is empty';
+    const first =
+      loaded.skipped
+        .slice(0, 3)
+        .map((s) => `${s.instanceId}: ${s.reason}`)
+        .join('; ') || 'the file is empty';
     throw new NoTrainableSamplesError(`no trainable sample in ${input.samplesUri} (${loaded.skipped.length} skipped; first: ${first})`);
   }
-  const environment = createTrainingEnvironment({ samples: loaded.samples, recipe: t.recipe, limits: environmentLimits(t), codescoutTurnBonus: t.codescoutTurnBonus });
+  const environment = createTrainingEnvironment({
+    samples: loaded.samples,
+    recipe: t.recipe,
+    limits: environmentLimits(t),
+    codescoutTurnBonus: t.codescoutTurnBonus,
+  });
   const server = await startEnvServer(environment, { onInternalError: onServerError });
   const dir = segmentDir(input.runDir, input.segment);
   const attempt = nextAttemptNumber(dir);

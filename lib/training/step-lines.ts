@@ -10,7 +10,10 @@ export class TrainerProtocolError extends Error {
 }
 
 /** Parses one stdout line; a `step` line the schema refuses is a broken trainer contract (non-retryable). */
-export function stepRowFromLine(text: string, where: { segment: number; attempt: number; line: number; file: string }): TrainingMetricsRow | null {
+export function stepRowFromLine(
+  text: string,
+  where: { segment: number; attempt: number; line: number; file: string },
+): TrainingMetricsRow | null {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -10,7 +10,8 @@ export function trainerConfigJsonSchema(): string {
   const described = {
     ...schema,
     title: 'codegrep trainer config',
-    description: 'Generated from schemas/training/trainer-config.ts by `npx tsx scripts/write-trainer-config-schema.ts`; do not edit by hand.',
+    description:
+      'Generated from schemas/training/trainer-config.ts by `npx tsx scripts/write-trainer-config-schema.ts`; do not edit by hand.',
   };
   return JSON.stringify(described, null, 2) + '\n';
 }

@@ -54,7 +54,11 @@ export function initialSegmentState(resumeFrom: { step: number; path: string } |
  * Applies one stdout line to the segment's state. Lines that are not the trainer's JSON (a library printing to
  * stdout) change nothing; a `step` line that breaks the contract throws TrainerProtocolError.
  */
-export function applyTrainerEvent(state: SegmentState, line: TrainerLine, target: { targetStep: number; totalSteps: number }): TrainerEventOutcome {
+export function applyTrainerEvent(
+  state: SegmentState,
+  line: TrainerLine,
+  target: { targetStep: number; totalSteps: number },
+): TrainerEventOutcome {
   const unchanged: TrainerEventOutcome = { state, heartbeat: false, progress: null, targetReached: false };
   let value: unknown;
   try {

@@ -52,7 +52,10 @@ async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<b
  * checkpoints at its next safe point, then SIGKILL after `graceMs`. Returns what it found and did. A record
  * from another host is left alone: its process cannot be seen from here.
  */
-export async function reapStaleTrainer(file: string, graceMs: number): Promise<{ found: TrainerPidRecord | null; action: 'none' | 'gone' | 'other-host' | 'terminated' | 'killed' }> {
+export async function reapStaleTrainer(
+  file: string,
+  graceMs: number,
+): Promise<{ found: TrainerPidRecord | null; action: 'none' | 'gone' | 'other-host' | 'terminated' | 'killed' }> {
   let record: TrainerPidRecord;
   try {
     record = JSON.parse(await readFile(file, 'utf8')) as TrainerPidRecord;

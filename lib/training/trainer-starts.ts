@@ -10,7 +10,9 @@ export function segmentTrainerStarts(runDir: string, segment: number): TrainerSt
   const dir = segmentDir(runDir, segment);
   if (!existsSync(dir)) return [];
   const starts: TrainerStartEvent[] = [];
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.stdout.jsonl')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith('.stdout.jsonl'))
+    .sort()) {
     for (const line of readFileSync(path.join(dir, name), 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
       let value: unknown;
@@ -37,7 +39,11 @@ export function rolloutEngines(runDir: string): string[] {
   for (const segment of listSegments(runDir)) {
     for (const start of segmentTrainerStarts(runDir, segment)) {
       const processes = start.world_size ?? 1;
-      found.add([start.generator, start.generator_reason, `${processes} process${processes === 1 ? '' : 'es'} on ${start.device}`].filter(Boolean).join(' — '));
+      found.add(
+        [start.generator, start.generator_reason, `${processes} process${processes === 1 ? '' : 'es'} on ${start.device}`]
+          .filter(Boolean)
+          .join(' — '),
+      );
     }
   }
   return [...found];

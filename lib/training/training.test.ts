@@ -34,11 +34,32 @@ afterEach(() => rmSync(runDir, { recursive: true, force: true }));
 /** A step line exactly as trainer/train.py prints it (trainer/README.md "Output"). */
 function stepLine(step: number, reward: number): string {
   return JSON.stringify({
-    event: 'step', step, epoch: 0, reward_mean: reward, reward_std: 0.1,
-    reward_components: { file_fbeta: reward, tool_mask: 1 }, turns_mean: 2, tool_calls_per_turn_mean: 1.5,
-    advantage_scale_mean: 0.6, answered_ratio: 0.5, hit_turn_limit_ratio: 0, masked_ratio: 0, completion_len_mean: 12,
-    truncated_ratio: 0, kl: 0.01, loss: 0.2, clip_ratio: 0, grad_norm: 0.3, lr: 1e-3, step_time_s: 5, rollout_time_s: 1,
-    update_time_s: 4, rollout_tokens: 24, train_tokens: 6000, rollout_tokens_per_s: 24, train_tokens_per_s: 1500,
+    event: 'step',
+    step,
+    epoch: 0,
+    reward_mean: reward,
+    reward_std: 0.1,
+    reward_components: { file_fbeta: reward, tool_mask: 1 },
+    turns_mean: 2,
+    tool_calls_per_turn_mean: 1.5,
+    advantage_scale_mean: 0.6,
+    answered_ratio: 0.5,
+    hit_turn_limit_ratio: 0,
+    masked_ratio: 0,
+    completion_len_mean: 12,
+    truncated_ratio: 0,
+    kl: 0.01,
+    loss: 0.2,
+    clip_ratio: 0,
+    grad_norm: 0.3,
+    lr: 1e-3,
+    step_time_s: 5,
+    rollout_time_s: 1,
+    update_time_s: 4,
+    rollout_tokens: 24,
+    train_tokens: 6000,
+    rollout_tokens_per_s: 24,
+    train_tokens_per_s: 1500,
     checkpoint: null,
   });
 }
@@ -61,7 +82,12 @@ describe('step lines to metrics rows', () => {
       stepLine(2, 0.2),
       stepLine(3, 0.3),
     ]);
-    writeAttempt(1, 2, ['{"event": "resumed", "step": 2, "checkpoint": "x"}', stepLine(3, 0.33), stepLine(4, 0.4), '{"event": "done", "step": 4}']);
+    writeAttempt(1, 2, [
+      '{"event": "resumed", "step": 2, "checkpoint": "x"}',
+      stepLine(3, 0.33),
+      stepLine(4, 0.4),
+      '{"event": "done", "step": 4}',
+    ]);
     const rows = readSegmentLogRows(runDir, 1);
     expect(rows.map((r) => [r.attempt, r.step, r.line])).toEqual([
       [1, 1, 2],
@@ -121,12 +147,22 @@ describe('step lines to metrics rows', () => {
       [4, 0.4],
     ]);
     expect(missingSteps(rows, 4)).toEqual([]);
-    expect(missingSteps(rows.filter((r) => r.step !== 2), 5)).toEqual([2, 5]);
+    expect(
+      missingSteps(
+        rows.filter((r) => r.step !== 2),
+        5,
+      ),
+    ).toEqual([2, 5]);
   });
 
   it('finds the newest complete checkpoint only', () => {
     const checkpoints = trainingLayout(runDir).checkpoints;
-    for (const [name, complete] of [['step-00000002', true], ['step-00000004', true], ['step-00000006', false], ['.tmp-step-00000008-1-2', true]] as const) {
+    for (const [name, complete] of [
+      ['step-00000002', true],
+      ['step-00000004', true],
+      ['step-00000006', false],
+      ['.tmp-step-00000008-1-2', true],
+    ] as const) {
       mkdirSync(path.join(checkpoints, name), { recursive: true });
       if (complete) writeFileSync(path.join(checkpoints, name, 'COMPLETE'), 'step\n');
     }
@@ -136,13 +172,29 @@ describe('step lines to metrics rows', () => {
 
 describe('trainerConfig', () => {
   const base = {
-    modelDir: '/models/qwen3', recipe: 'codescout', algorithm: 'drgrpo', steps: 100, segmentSteps: 10, limits: {}, seed: 3,
-    codescoutTurnBonus: false, trainer: { generator: 'hf', dtype: 'float32' }, python: '/p', gpuTaskQueue: 'q', stopGraceMs: 1000,
-    progressEveryMs: 1000, smokeRun: false,
+    modelDir: '/models/qwen3',
+    recipe: 'codescout',
+    algorithm: 'drgrpo',
+    steps: 100,
+    segmentSteps: 10,
+    limits: {},
+    seed: 3,
+    codescoutTurnBonus: false,
+    trainer: { generator: 'hf', dtype: 'float32' },
+    python: '/p',
+    gpuTaskQueue: 'q',
+    stopGraceMs: 1000,
+    progressEveryMs: 1000,
+    smokeRun: false,
   } as unknown as ResolvedTrainingConfig;
 
   it("writes what the section sets, the recipe's name, and nothing it leaves to the recipe or the trainer", () => {
-    const config = trainerConfig(base, { outputDir: '/run/training/trainer', envUrl: 'http://127.0.0.1:1', instanceIds: ['a', 'b'], totalSteps: 100 });
+    const config = trainerConfig(base, {
+      outputDir: '/run/training/trainer',
+      envUrl: 'http://127.0.0.1:1',
+      instanceIds: ['a', 'b'],
+      totalSteps: 100,
+    });
     expect(config).toEqual({
       generator: 'hf',
       dtype: 'float32',
@@ -158,24 +210,61 @@ describe('trainerConfig', () => {
     });
     // Left to the recipe (finding 4: codescout must not get GRPO's defaults from here).
     const { algorithm: _algorithm, ...recipeOnly } = base as unknown as Record<string, unknown>;
-    const fromRecipe = trainerConfig(recipeOnly as unknown as ResolvedTrainingConfig, { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 1 });
-    for (const key of ['algorithm', 'lr', 'kl_beta', 'mask_unanswered_at_turn_limit', 'clip_low', 'warmup_ratio']) expect(fromRecipe).not.toHaveProperty(key);
+    const fromRecipe = trainerConfig(recipeOnly as unknown as ResolvedTrainingConfig, {
+      outputDir: 'o',
+      envUrl: 'u',
+      instanceIds: ['a'],
+      totalSteps: 1,
+    });
+    for (const key of ['algorithm', 'lr', 'kl_beta', 'mask_unanswered_at_turn_limit', 'clip_low', 'warmup_ratio'])
+      expect(fromRecipe).not.toHaveProperty(key);
     expect(fromRecipe).toMatchObject({ recipe: 'codescout', max_turns: 4 });
   });
 
   it('passes the chosen limits and hyperparameters under the trainer names', () => {
     const config = trainerConfig(
-      { ...base, recipe: 'v2', algorithm: 'gspo', groupSize: 4, batchSize: 2, lr: 1e-5, klBeta: 0, limits: { maxTurns: 3, maxNewTokens: 256 }, lora: { r: 8 } },
+      {
+        ...base,
+        recipe: 'v2',
+        algorithm: 'gspo',
+        groupSize: 4,
+        batchSize: 2,
+        lr: 1e-5,
+        klBeta: 0,
+        limits: { maxTurns: 3, maxNewTokens: 256 },
+        lora: { r: 8 },
+      },
       { outputDir: 'o', envUrl: 'u', instanceIds: ['a'], totalSteps: 7 },
     );
-    expect(config).toMatchObject({ recipe: 'codegrep-v2', algorithm: 'gspo', group_size: 4, batch_size: 2, lr: 1e-5, kl_beta: 0, max_turns: 3, max_new_tokens: 256, lora: { r: 8 }, total_steps: 7 });
+    expect(config).toMatchObject({
+      recipe: 'codegrep-v2',
+      algorithm: 'gspo',
+      group_size: 4,
+      batch_size: 2,
+      lr: 1e-5,
+      kl_beta: 0,
+      max_turns: 3,
+      max_new_tokens: 256,
+      lora: { r: 8 },
+      total_steps: 7,
+    });
   });
 });
 
 describe('rolloutEngines', () => {
   it("names each engine the trainers' start lines reported, once", () => {
     const start = (fields: Record<string, unknown>) =>
-      JSON.stringify({ event: 'start', step: 0, total_steps: 4, device: 'cpu', generator: 'hf', parameters: 1, trainable_parameters: 1, instances: 2, ...fields }) + '\n';
+      JSON.stringify({
+        event: 'start',
+        step: 0,
+        total_steps: 4,
+        device: 'cpu',
+        generator: 'hf',
+        parameters: 1,
+        trainable_parameters: 1,
+        instances: 2,
+        ...fields,
+      }) + '\n';
     for (const [segment, attempt, line] of [
       [1, 1, start({ generator_reason: 'auto: no CUDA device (cpu), so vLLM cannot run', world_size: 2 })],
       [1, 2, start({ generator_reason: 'auto: no CUDA device (cpu), so vLLM cannot run', world_size: 2 })],
@@ -194,12 +283,24 @@ describe('rolloutEngines', () => {
 describe('segmentTrainerStarts', () => {
   it("returns each attempt's start line, oldest first, so a retry that finds the segment done can report the model size", () => {
     const start = (fields: Record<string, unknown>) =>
-      JSON.stringify({ event: 'start', step: 0, total_steps: 4, device: 'cpu', generator: 'hf', trainable_parameters: 1, instances: 2, ...fields }) + '\n';
+      JSON.stringify({
+        event: 'start',
+        step: 0,
+        total_steps: 4,
+        device: 'cpu',
+        generator: 'hf',
+        trainable_parameters: 1,
+        instances: 2,
+        ...fields,
+      }) + '\n';
     mkdirSync(segmentDir(runDir, 3), { recursive: true });
     writeFileSync(attemptFiles(segmentDir(runDir, 3), 1).stdout, start({ parameters: 103168 }));
     writeFileSync(attemptFiles(segmentDir(runDir, 3), 2).stdout, 'not json\n' + start({ parameters: 103168, device: 'cuda' }));
     const starts = segmentTrainerStarts(runDir, 3);
-    expect(starts.map((s) => [s.parameters, s.device])).toEqual([[103168, 'cpu'], [103168, 'cuda']]);
+    expect(starts.map((s) => [s.parameters, s.device])).toEqual([
+      [103168, 'cpu'],
+      [103168, 'cuda'],
+    ]);
     expect(segmentTrainerStarts(runDir, 4)).toEqual([]);
   });
 });
@@ -208,8 +309,17 @@ describe('trainerArgs', () => {
   it('runs one trainer process for one GPU and torchrun with a process per GPU for more', () => {
     expect(trainerArgs({ gpus: 1 }, '/c.json')).toEqual(['-m', 'trainer.train', '--config', '/c.json', '--resume', 'latest']);
     expect(trainerArgs({ gpus: 8 }, '/c.json')).toEqual([
-      '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '8',
-      '-m', 'trainer.train', '--config', '/c.json', '--resume', 'latest',
+      '-m',
+      'torch.distributed.run',
+      '--standalone',
+      '--nproc-per-node',
+      '8',
+      '-m',
+      'trainer.train',
+      '--config',
+      '/c.json',
+      '--resume',
+      'latest',
     ]);
   });
 });
@@ -234,10 +344,14 @@ describe('trainer process helpers', () => {
     expect((await reapStaleTrainer(pidFile, 10_000)).action).toBe('terminated');
     expect(await politeExit).toBe('SIGTERM');
 
-    const stubborn = spawn('python3', ['-c', 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready", flush=True)\ntime.sleep(60)'], {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const stubborn = spawn(
+      'python3',
+      ['-c', 'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready", flush=True)\ntime.sleep(60)'],
+      {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     await new Promise((r) => stubborn.stdout!.once('data', r));
     const stubbornExit = new Promise((r) => stubborn.once('exit', (_code, signal) => r(signal)));
     await writePidFile(pidFile, stubborn.pid!, { segment: 1, attempt: 2 });
@@ -245,9 +359,15 @@ describe('trainer process helpers', () => {
     expect(await stubbornExit).toBe('SIGKILL');
 
     expect((await reapStaleTrainer(pidFile, 500)).action).toBe('none');
-    writeFileSync(pidFile, JSON.stringify({ pid: polite.pid, startTicks: '1', host: os.hostname(), segment: 1, attempt: 1, startedAt: '' }));
+    writeFileSync(
+      pidFile,
+      JSON.stringify({ pid: polite.pid, startTicks: '1', host: os.hostname(), segment: 1, attempt: 1, startedAt: '' }),
+    );
     expect((await reapStaleTrainer(pidFile, 500)).action).toBe('gone');
-    writeFileSync(pidFile, JSON.stringify({ pid: process.pid, startTicks: null, host: 'another-node', segment: 1, attempt: 1, startedAt: '' }));
+    writeFileSync(
+      pidFile,
+      JSON.stringify({ pid: process.pid, startTicks: null, host: 'another-node', segment: 1, attempt: 1, startedAt: '' }),
+    );
     expect((await reapStaleTrainer(pidFile, 500)).action).toBe('other-host');
   });
 });

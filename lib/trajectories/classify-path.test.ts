@@ -5,7 +5,14 @@ const classify = (path: string, observation?: string) => classifyViewedPath(path
 
 describe('classifyViewedPath', () => {
   it('keeps source files, whatever their extension', () => {
-    for (const path of ['django/forms/widgets.py', 'lib/matplotlib/_path.h', 'setup.cfg', 'requirements.txt', 'tests/data/input.txt', 'src/x.test.ts']) {
+    for (const path of [
+      'django/forms/widgets.py',
+      'lib/matplotlib/_path.h',
+      'setup.cfg',
+      'requirements.txt',
+      'tests/data/input.txt',
+      'src/x.test.ts',
+    ]) {
       expect({ path, kind: classify(path) }).toEqual({ path, kind: 'file' });
     }
   });

@@ -15,7 +15,10 @@ async function* fromArray(records: RowRecord[]): AsyncGenerator<RowRecord> {
   yield* records;
 }
 
-async function mine(records: AsyncIterable<RowRecord>, opts?: MineOptions): Promise<{ candidates: MinedCandidate[]; summary: MiningSummary }> {
+async function mine(
+  records: AsyncIterable<RowRecord>,
+  opts?: MineOptions,
+): Promise<{ candidates: MinedCandidate[]; summary: MiningSummary }> {
   const run = mineTrajectories(records, opts);
   const candidates: MinedCandidate[] = [];
   for await (const c of run.candidates) candidates.push(c);
@@ -50,7 +53,14 @@ const HAND_READ: Record<string, { ordinal: number; candidates: Expected[]; skipp
     ordinal: 44,
     skipped: { outsideRepo: 1, documentation: 1 },
     candidates: [
-      ['pylint/config/__init__.py', 2, 24, 80, 'Looking at the code, we already have the XDG Base Directory implementation in place (lines 64-66)', 283],
+      [
+        'pylint/config/__init__.py',
+        2,
+        24,
+        80,
+        'Looking at the code, we already have the XDG Base Directory implementation in place (lines 64-66)',
+        283,
+      ],
       ['tests/lint/unittest_lint.py', 3, 42, 94, "I see the issue now. The test is passing but the actual behavior isn't working", 227],
       ['tests/unittest_config.py', 1, 82, 84, "Let's check the pylint/lint/pylinter.py file since it's one of the core files:", 78],
       ['pylint/lint/pylinter.py', 1, 84, 86, "Let's search specifically for PYLINT_HOME or .pylint.d in the pylinter.py file:", 79],
@@ -61,8 +71,22 @@ const HAND_READ: Record<string, { ordinal: number; candidates: Expected[]; skipp
     ordinal: 6,
     skipped: { errorObservation: 1, outsideRepo: 1 },
     candidates: [
-      ['django/forms/boundfield.py', 2, 22, 24, 'Now I can see the issue. In the `BoundWidget` class, the `id_for_label` property (line 279-280)', 321],
-      ['django/forms/widgets.py', 3, 30, 42, 'Now I understand the issue better. The problem is in the inheritance chain and how IDs are handled:', 535],
+      [
+        'django/forms/boundfield.py',
+        2,
+        22,
+        24,
+        'Now I can see the issue. In the `BoundWidget` class, the `id_for_label` property (line 279-280)',
+        321,
+      ],
+      [
+        'django/forms/widgets.py',
+        3,
+        30,
+        42,
+        'Now I understand the issue better. The problem is in the inheritance chain and how IDs are handled:',
+        535,
+      ],
     ],
   },
   // 60 is /workspace/reproduce.py; the last message (100) views subqueries.py and the trajectory ends.
@@ -76,8 +100,22 @@ const HAND_READ: Record<string, { ordinal: number; candidates: Expected[]; skipp
       ['tests/from_db_value/models.py', 1, 70, 72, "Let's also check if there are any tests for this model:", 55],
       ['tests/from_db_value/tests.py', 1, 72, 74, "The existing tests don't cover our specific case of returning fields", 124],
       ['django/db/models/query.py', 2, 88, 90, "Let's check the `fetch_returned_insert_columns` method in the database operations:", 82],
-      ['django/db/backends/base/operations.py', 2, 90, 96, 'Looking at the code, I see that we need to modify how Django processes returned values', 149],
-      ['django/db/backends/sqlite3/operations.py', 1, 92, 94, 'After reviewing the code, I see that the issue is in how Django handles returned values from inserts.', 330],
+      [
+        'django/db/backends/base/operations.py',
+        2,
+        90,
+        96,
+        'Looking at the code, I see that we need to modify how Django processes returned values',
+        149,
+      ],
+      [
+        'django/db/backends/sqlite3/operations.py',
+        1,
+        92,
+        94,
+        'After reviewing the code, I see that the issue is in how Django handles returned values from inserts.',
+        330,
+      ],
     ],
   },
 };
@@ -163,7 +201,7 @@ describe('mineTrajectories on the real OpenHands sample', () => {
     expect(progress).toEqual(Array.from({ length: 48 }, (_, i) => i + 1));
   });
 
-  it('streams: the first trajectory\'s candidates come out before the second row is read', async () => {
+  it("streams: the first trajectory's candidates come out before the second row is read", async () => {
     const rows = sampleRows();
     let pulled = 0;
     async function* source(): AsyncGenerator<RowRecord> {
@@ -288,7 +326,11 @@ describe('mineTrajectories on bad input', () => {
       {
         role: 'assistant',
         content: 'Let me look at the three files at once.',
-        tool_calls: [viewCall('a', 'django/forms/boundfield.py'), viewCall('b', 'django/forms/widgets.py'), viewCall('c', 'django/forms/boundfield.py')],
+        tool_calls: [
+          viewCall('a', 'django/forms/boundfield.py'),
+          viewCall('b', 'django/forms/widgets.py'),
+          viewCall('c', 'django/forms/boundfield.py'),
+        ],
       },
       { role: 'tool', tool_call_id: 'a', name: 'str_replace_editor', content: "Here's the result of running `cat -n` on …" },
       { role: 'tool', tool_call_id: 'b', name: 'str_replace_editor', content: "Here's the result of running `cat -n` on …" },
@@ -308,15 +350,21 @@ describe('mineTrajectories on bad input', () => {
     const assistantAt22 = row.trajectory[22] as { tool_calls: Array<{ function: { arguments: unknown } }> };
     assistantAt22.tool_calls[0]!.function.arguments = JSON.parse(assistantAt22.tool_calls[0]!.function.arguments as string);
     const text = row.trajectory[24]!.content as string;
-    row.trajectory[24]!.content = [{ type: 'text', text: text.slice(0, 100) }, { type: 'text', text: text.slice(100) }];
+    row.trajectory[24]!.content = [
+      { type: 'text', text: text.slice(0, 100) },
+      { type: 'text', text: text.slice(100) },
+    ];
     const { candidates } = await mine(fromArray([{ ordinal: 1, row }]));
     expect(candidates[0]).toMatchObject({ path: 'django/forms/boundfield.py', postReasoning: text, postReasoningTurnIndex: 24 });
   });
 
-  it('detects a directory from the editor\'s listing and refuses a negative token threshold', async () => {
+  it("detects a directory from the editor's listing and refuses a negative token threshold", async () => {
     const row = realRow('oh-claude35-django__django-14534');
-    const toolAnswer = row.trajectory.find((m) => m.role === 'tool' && m.tool_call_id === (row.trajectory[30] as { tool_calls: Array<{ id: string }> }).tool_calls[0]!.id)!;
-    toolAnswer.content = "Here's the files and directories up to 2 levels deep in /workspace/django__django__4.0/django/forms/widgets.py, excluding hidden items:";
+    const toolAnswer = row.trajectory.find(
+      (m) => m.role === 'tool' && m.tool_call_id === (row.trajectory[30] as { tool_calls: Array<{ id: string }> }).tool_calls[0]!.id,
+    )!;
+    toolAnswer.content =
+      "Here's the files and directories up to 2 levels deep in /workspace/django__django__4.0/django/forms/widgets.py, excluding hidden items:";
     const { summary } = await mine(fromArray([{ ordinal: 1, row }]));
     expect(summary.viewsSkipped.directory).toBe(1);
     expect(() => mineTrajectories(fromArray([]), { minReasoningTokens: -1 })).toThrow(/minReasoningTokens/);

@@ -1,4 +1,10 @@
-import { parseTrajectoryRow, TRAJECTORY_ROW_FIELDS, type MinedCandidate, type MiningSummary, type TrajectoryRowField } from '../../schemas/mining';
+import {
+  parseTrajectoryRow,
+  TRAJECTORY_ROW_FIELDS,
+  type MinedCandidate,
+  type MiningSummary,
+  type TrajectoryRowField,
+} from '../../schemas/mining';
 import type { RowRecord } from '../../schemas/rows';
 import { countTokens } from '../tokenizer/qwen3';
 import { MIN_REASONING_TOKENS } from './catm-parameters';
@@ -45,7 +51,11 @@ export function mineTrajectories(rows: AsyncIterable<RowRecord>, opts: MineOptio
         tally.candidatesAfterTokenFilter++;
         yield candidate;
       }
-      opts.onProgress?.({ rowsRead: tally.rowsRead, trajectoriesMined: tally.trajectoriesMined, candidatesEmitted: tally.candidatesAfterTokenFilter });
+      opts.onProgress?.({
+        rowsRead: tally.rowsRead,
+        trajectoriesMined: tally.trajectoriesMined,
+        candidatesEmitted: tally.candidatesAfterTokenFilter,
+      });
     }
   }
 
@@ -56,7 +66,12 @@ export function mineTrajectories(rows: AsyncIterable<RowRecord>, opts: MineOptio
     }
     const value = record.row;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      tally.skipRow('malformedRow', record.ordinal, null, `not an object: ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+      tally.skipRow(
+        'malformedRow',
+        record.ordinal,
+        null,
+        `not an object: ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+      );
       return [];
     }
     const parsed = parseTrajectoryRow(value as Record<string, unknown>);
@@ -65,7 +80,12 @@ export function mineTrajectories(rows: AsyncIterable<RowRecord>, opts: MineOptio
       const field: TrajectoryRowField = TRAJECTORY_ROW_FIELDS.find((f) => fields.has(f)) ?? 'trajectory';
       const issue = parsed.error.issues.find((i) => i.path[0] === field);
       const id = (value as Record<string, unknown>).trajectory_id;
-      tally.skipRow(`missingOrInvalid:${field}`, record.ordinal, typeof id === 'string' ? id : null, `column ${field}: ${issue?.message ?? 'invalid'}`);
+      tally.skipRow(
+        `missingOrInvalid:${field}`,
+        record.ordinal,
+        typeof id === 'string' ? id : null,
+        `column ${field}: ${issue?.message ?? 'invalid'}`,
+      );
       return [];
     }
     tally.trajectoriesMined++;

@@ -43,7 +43,8 @@ export function mineTrajectory(
     if (role === null) malformedMessages++;
     if (role !== 'assistant') continue;
     const { calls, malformed } = messageToolCalls(messages[turn]);
-    if (malformed > 0) tally.skipMessages('malformedToolCall', malformed, ordinal, trajectoryId, `message ${turn}: tool call without function name`);
+    if (malformed > 0)
+      tally.skipMessages('malformedToolCall', malformed, ordinal, trajectoryId, `message ${turn}: tool call without function name`);
     let observationOf: ReturnType<typeof toolObservations> | undefined;
     let reasoningTurn: number | undefined;
     calls.forEach((call, position) => {
@@ -63,7 +64,12 @@ export function mineTrajectory(
       const kind = classifyViewedPath(view.path, resolved.relativePath, observation);
       if (kind !== 'file') return tally.skipView(kind, ordinal, trajectoryId, `${where}: ${view.path}`);
       if (isErrorObservation(observation)) {
-        return tally.skipView('errorObservation', ordinal, trajectoryId, `${where}: ${observation!.trim().split('\n').slice(0, 2).join(' ').slice(0, 160)}`);
+        return tally.skipView(
+          'errorObservation',
+          ordinal,
+          trajectoryId,
+          `${where}: ${observation!.trim().split('\n').slice(0, 2).join(' ').slice(0, 160)}`,
+        );
       }
       reasoningTurn ??= followingAssistantIndex(messages, turn);
       if (reasoningTurn < 0) return tally.skipView('noFollowingAssistant', ordinal, trajectoryId, `${where}: ${view.path}`);

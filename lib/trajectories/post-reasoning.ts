@@ -17,7 +17,10 @@ export function followingAssistantIndex(messages: readonly unknown[], viewTurnIn
  * The tool results answering the calls of the assistant message at `turnIndex`: the run of role="tool"
  * messages right after it, matched by `tool_call_id`, or by position when the results carry no id.
  */
-export function toolObservations(messages: readonly unknown[], turnIndex: number): (callId: string | undefined, position: number) => string | undefined {
+export function toolObservations(
+  messages: readonly unknown[],
+  turnIndex: number,
+): (callId: string | undefined, position: number) => string | undefined {
   const byId = new Map<string, string>();
   const byPosition: string[] = [];
   for (let i = turnIndex + 1; i < messages.length && messageRole(messages[i]) === 'tool'; i++) {
@@ -26,7 +29,8 @@ export function toolObservations(messages: readonly unknown[], turnIndex: number
     if (id !== undefined) byId.set(id, text);
     byPosition.push(text);
   }
-  return (callId, position) => (callId !== undefined && byId.has(callId) ? byId.get(callId) : byId.size === 0 ? byPosition[position] : undefined);
+  return (callId, position) =>
+    callId !== undefined && byId.has(callId) ? byId.get(callId) : byId.size === 0 ? byPosition[position] : undefined;
 }
 
 /** str_replace_editor reports a failed view (bad path, bad range) as an observation starting with "ERROR:". */

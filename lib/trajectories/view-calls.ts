@@ -27,7 +27,10 @@ export function readViewCall(call: ToolCall): ViewCall {
     }
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    return { kind: 'unreadableArguments', detail: `arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}, not an object` };
+    return {
+      kind: 'unreadableArguments',
+      detail: `arguments are ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}, not an object`,
+    };
   }
   const record = args as Record<string, unknown>;
   if (record.command !== FILE_VIEW_COMMAND) return { kind: 'notView' };

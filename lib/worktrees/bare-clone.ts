@@ -71,7 +71,12 @@ export async function ensureBareCloneLocked(
   const tmp = path.join(root, `${cloneTempPrefix(repo)}${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
     if (remote.kind === 'url') {
-      await git(['init', '--quiet', '--bare', tmp], { cwd: root, timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS, signal: opts.signal, repo: repo.repo });
+      await git(['init', '--quiet', '--bare', tmp], {
+        cwd: root,
+        timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS,
+        signal: opts.signal,
+        repo: repo.repo,
+      });
       await git(['remote', 'add', 'origin', remote.url], localOpts(tmp, opts, repo));
       await writeCloneMarker(tmp, repo, remote.url, 'commits');
       await fs.rename(tmp, bare);
@@ -94,11 +99,10 @@ export async function ensureBareCloneLocked(
     if (r.code !== 0) {
       const why = lastLines(r.stderr);
       if (looksUnreachable(r.stderr)) {
-        throw new WorktreeError(
-          'repo-unreachable',
-          `cannot clone ${repo.repo} from ${remote.url}: ${why}; ${unreachableHint(repo)}`,
-          { retryable: false, repo: repo.repo },
-        );
+        throw new WorktreeError('repo-unreachable', `cannot clone ${repo.repo} from ${remote.url}: ${why}; ${unreachableHint(repo)}`, {
+          retryable: false,
+          repo: repo.repo,
+        });
       }
       throw new WorktreeError('git-failed', `git clone --bare of ${repo.repo} from ${remote.url} failed: ${why}`, {
         retryable: true,
@@ -122,7 +126,10 @@ export async function ensureBareCloneLocked(
 
 /** `commits`: an empty repository that fetches base commits one by one; `clone`: a full clone of a mirror. */
 async function writeCloneMarker(dir: string, repo: RepoName, url: string, mode: 'commits' | 'clone'): Promise<void> {
-  await fs.writeFile(path.join(dir, CLONE_MARKER), JSON.stringify({ repo: repo.repo, url, mode, clonedAt: new Date().toISOString() }) + '\n');
+  await fs.writeFile(
+    path.join(dir, CLONE_MARKER),
+    JSON.stringify({ repo: repo.repo, url, mode, clonedAt: new Date().toISOString() }) + '\n',
+  );
 }
 
 async function bareState(bare: string, opts: GitTimeouts): Promise<'absent' | 'complete' | 'half-made'> {
@@ -136,7 +143,11 @@ async function bareState(bare: string, opts: GitTimeouts): Promise<'absent' | 'c
   } catch {
     return 'half-made';
   }
-  const r = await runGit(['rev-parse', '--is-bare-repository'], { cwd: bare, timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS, signal: opts.signal });
+  const r = await runGit(['rev-parse', '--is-bare-repository'], {
+    cwd: bare,
+    timeoutMs: opts.gitTimeoutMs ?? LOCAL_GIT_TIMEOUT_MS,
+    signal: opts.signal,
+  });
   return r.code === 0 && r.stdout.trim() === 'true' ? 'complete' : 'half-made';
 }
 

@@ -45,7 +45,10 @@ export async function diskSummary(opts: { cacheDir: string; worktreesDir: string
     const repo = repoFromSlug(slug);
     if (!repo) continue;
     const bare = path.join(cacheDir, `${slug}.git`);
-    const hasBare = await fs.access(path.join(bare, CLONE_MARKER)).then(() => true, () => false);
+    const hasBare = await fs.access(path.join(bare, CLONE_MARKER)).then(
+      () => true,
+      () => false,
+    );
     const adminDir = path.join(bare, 'worktrees');
     // Admin dirs hold one index per worktree: part of each checkout's cost, not of the shared object store.
     const storeBytes = hasBare ? await diskUsage(bare, { seen, exclude: new Set([adminDir]) }) : 0;
@@ -56,7 +59,13 @@ export async function diskSummary(opts: { cacheDir: string; worktreesDir: string
     let worktreeBytes = 0;
     for (const commit of await fs.readdir(trees).catch(() => [] as string[])) {
       const dir = path.join(trees, commit);
-      if (!(await fs.lstat(dir).then((st) => st.isDirectory(), () => false))) continue;
+      if (
+        !(await fs.lstat(dir).then(
+          (st) => st.isDirectory(),
+          () => false,
+        ))
+      )
+        continue;
       worktrees += 1;
       worktreeBytes += await diskUsage(dir, { seen });
     }

@@ -21,11 +21,7 @@ export class WorktreeError extends Error {
   readonly repo: string | undefined;
   readonly commit: string | undefined;
 
-  constructor(
-    code: WorktreeErrorCode,
-    message: string,
-    opts: { retryable: boolean; repo?: string; commit?: string; cause?: unknown },
-  ) {
+  constructor(code: WorktreeErrorCode, message: string, opts: { retryable: boolean; repo?: string; commit?: string; cause?: unknown }) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.retryable = opts.retryable;

@@ -160,7 +160,12 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
       } else if (stoppedFor === 'abort') {
         reject(new WorktreeError('aborted', `git ${args.join(' ')} aborted`, { retryable: true }));
       } else {
-        resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr, stdoutTruncated: outBytes > OUTPUT_CAP_BYTES });
+        resolve({
+          code: code ?? (signal ? 128 : 1),
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr,
+          stdoutTruncated: outBytes > OUTPUT_CAP_BYTES,
+        });
       }
     });
   });
@@ -181,16 +186,23 @@ export async function git(args: string[], opts: GitOptions & { repo?: string; co
   }
   // A caller that wants the output must never get a silently cut one (a pre-image, a patch): past the cap it fails.
   if (r.stdoutTruncated) {
-    throw new WorktreeError('git-failed', `git ${args.join(' ')}: output over ${OUTPUT_CAP_BYTES / 1024 / 1024} MiB${opts.repo ? ` for ${opts.repo}` : ''}`, {
-      retryable: false,
-      repo: opts.repo,
-      commit: opts.commit,
-    });
+    throw new WorktreeError(
+      'git-failed',
+      `git ${args.join(' ')}: output over ${OUTPUT_CAP_BYTES / 1024 / 1024} MiB${opts.repo ? ` for ${opts.repo}` : ''}`,
+      {
+        retryable: false,
+        repo: opts.repo,
+        commit: opts.commit,
+      },
+    );
   }
   return r.stdout;
 }
 
 export function lastLines(text: string, n = 4): string {
-  const lines = text.trim().split('\n').filter((l) => l.trim() !== '');
+  const lines = text
+    .trim()
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   return lines.slice(-n).join(' | ') || '(no output)';
 }

@@ -25,7 +25,12 @@ export async function worktreeRequests(
 /** The samples of every commit that could not be materialized, with the reason. */
 export function droppedSamples(failures: readonly WorktreeResult[], samplesByCommit: ReadonlyMap<string, string[]>): DroppedSample[] {
   return failures.flatMap((r) =>
-    (samplesByCommit.get(`${r.repo}@${r.commit}`) ?? []).map((instanceId) => ({ instanceId, repo: r.repo, commit: r.commit, reason: r.error ?? 'failed' })),
+    (samplesByCommit.get(`${r.repo}@${r.commit}`) ?? []).map((instanceId) => ({
+      instanceId,
+      repo: r.repo,
+      commit: r.commit,
+      reason: r.error ?? 'failed',
+    })),
   );
 }
 
@@ -41,7 +46,10 @@ export function materializeSummary(
   onUnavailable: MaterializeSummary['onUnavailable'],
   dropped: readonly DroppedSample[],
 ): MaterializeSummary {
-  const okMs = results.filter((r) => r.status !== 'failed').map((r) => r.ms).sort((a, b) => a - b);
+  const okMs = results
+    .filter((r) => r.status !== 'failed')
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
   return {
     commits: results.length,
     ...counts,
@@ -63,7 +71,11 @@ export function materializeSummary(
  * and what to do (local mirrors, or `onUnavailable: skip`). Each hint once: the first error usually names the
  * config key for mirrors already.
  */
-export function unavailableMessage(results: readonly WorktreeResult[], onUnavailable: MaterializeSummary['onUnavailable'], worktreesUri: string): string {
+export function unavailableMessage(
+  results: readonly WorktreeResult[],
+  onUnavailable: MaterializeSummary['onUnavailable'],
+  worktreesUri: string,
+): string {
   const failures = results.filter((r) => r.status === 'failed');
   const allFailed = failures.length === results.length;
   const repos = [...new Set(failures.map((r) => r.repo))];

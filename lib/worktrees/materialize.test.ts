@@ -114,7 +114,13 @@ describe('diskSummary', () => {
     expect(s.worktrees).toBe(6);
     expect(s.repos).toEqual([{ repo: 'acme/widgets', bareBytes: s.bareBytes, worktrees: 6, worktreeBytes: s.worktreeBytes }]);
     // The same two trees through du(1), which also counts each inode once and does not follow symlinks.
-    const du = await promisify(execFile)('du', ['-s', '-B1', '-c', path.join(d.cacheDir, 'acme__widgets.git'), path.join(d.worktreesDir, 'acme__widgets')]);
+    const du = await promisify(execFile)('du', [
+      '-s',
+      '-B1',
+      '-c',
+      path.join(d.cacheDir, 'acme__widgets.git'),
+      path.join(d.worktreesDir, 'acme__widgets'),
+    ]);
     const duTotal = Number(du.stdout.trim().split('\n').at(-1)!.split('\t')[0]);
     const worktreesParent = await diskUsage(path.join(d.worktreesDir, 'acme__widgets'));
     // du also counts the acme__widgets directory itself; the summary counts only the worktrees in it.
@@ -157,7 +163,10 @@ describe('pruneWorktrees', () => {
   it('removes unkept, old and half-made worktrees and unregisters them', async () => {
     const d = dirs();
     const commits = widgets.commits.slice(0, 4);
-    const rows = await materializeAll(commits.map((commit) => ({ repo: 'acme/widgets', commit })), { ...d, source });
+    const rows = await materializeAll(
+      commits.map((commit) => ({ repo: 'acme/widgets', commit })),
+      { ...d, source },
+    );
     const [keptByKey, keptByPath, old, fresh] = rows.map((r) => r.path) as [string, string, string, string];
     const bare = path.join(d.cacheDir, 'acme__widgets.git');
     // Age `old`: its marker was last touched two hours ago.

@@ -112,4 +112,3 @@ async function materializeRepo(
 function failed(repo: string, commit: string, path: string, e: unknown, ms: number): WorktreeResult {
   return { repo, commit, path, status: 'failed', ms, bytes: 0, error: errorMessage(e) };
 }
-

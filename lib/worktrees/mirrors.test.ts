@@ -36,12 +36,18 @@ describe('buildMirrors', () => {
     const absent = { repo: 'acme/absent', commit: 'a'.repeat(40) };
     const results = await buildMirrors([...requests, absent], { outDir: out, source: { kind: 'mirror-dir', dir: SHARED_REPOS } });
     const byRepo = new Map(results.map((r) => [r.repo, r]));
-    expect(byRepo.get('acme/absent')!.commits).toEqual([{ commit: absent.commit, status: 'failed', error: expect.stringMatching(/no local mirror of acme\/absent/) }]);
+    expect(byRepo.get('acme/absent')!.commits).toEqual([
+      { commit: absent.commit, status: 'failed', error: expect.stringMatching(/no local mirror of acme\/absent/) },
+    ]);
     for (const repo of WANTED) {
       const result = byRepo.get(repo)!;
       expect(result.commits.every((c) => c.status === 'fetched')).toBe(true);
       expect(result.path).toBe(path.join(out, `${repo.replace('/', '__')}.git`));
-      const refs = (await git(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/commits/'], { cwd: result.path, timeoutMs: 30_000 })).trim().split('\n');
+      const refs = (
+        await git(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/commits/'], { cwd: result.path, timeoutMs: 30_000 })
+      )
+        .trim()
+        .split('\n');
       const wanted = requests.filter((r) => r.repo === repo).map((r) => `refs/commits/${r.commit} ${r.commit}`);
       expect(refs.sort()).toEqual(wanted.sort());
       // Exactly those commits, no history: each is a shallow boundary with no parent in the mirror.

@@ -96,11 +96,13 @@ async function buildOneMirror(repo: RepoName, commits: string[], source: RepoSou
       results.push({ commit, status: 'present', error: null });
       continue;
     }
-    const fetched = await runGit(['fetch', '--quiet', '--depth=1', ...uploadPack, '--', url, `+${commit}:${ref}`], local).catch((e: unknown) => ({
-      code: -1,
-      stdout: '',
-      stderr: errorMessage(e),
-    }));
+    const fetched = await runGit(['fetch', '--quiet', '--depth=1', ...uploadPack, '--', url, `+${commit}:${ref}`], local).catch(
+      (e: unknown) => ({
+        code: -1,
+        stdout: '',
+        stderr: errorMessage(e),
+      }),
+    );
     results.push(
       fetched.code === 0
         ? { commit, status: 'fetched', error: null }

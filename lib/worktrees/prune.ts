@@ -67,7 +67,10 @@ async function pruneRepo(
   result: PruneResult,
 ): Promise<void> {
   const bare = bareRepoPath(cacheDir, repo);
-  const hasBare = await fs.access(path.join(bare, CLONE_MARKER)).then(() => true, () => false);
+  const hasBare = await fs.access(path.join(bare, CLONE_MARKER)).then(
+    () => true,
+    () => false,
+  );
   const trees = path.join(worktreesDir, repo.slug);
 
   for (const commit of (await fs.readdir(trees).catch(() => [] as string[])).sort()) {

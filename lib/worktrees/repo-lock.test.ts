@@ -132,7 +132,10 @@ describe('ensureWorktree across processes', () => {
     );
     const run = () =>
       new Promise<{ status: string; path: string }>((resolve, reject) => {
-        const child = spawn(path.join(repoRoot, 'node_modules', '.bin', 'tsx'), [script], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(path.join(repoRoot, 'node_modules', '.bin', 'tsx'), [script], {
+          cwd: repoRoot,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let out = '';
         let err = '';
         child.stdout.on('data', (b: Buffer) => (out += b.toString()));

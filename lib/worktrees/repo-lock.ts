@@ -184,10 +184,13 @@ async function breakStaleLock(lockPath: string, staleRaw: string): Promise<void>
 
 function holdLock(lockPath: string, token: string, staleAfterMs: number): FileLock {
   heldTokens.add(token);
-  const touch = setInterval(() => {
-    const now = new Date();
-    fs.utimes(lockPath, now, now).catch(() => undefined);
-  }, Math.max(10, Math.floor(staleAfterMs / 4)));
+  const touch = setInterval(
+    () => {
+      const now = new Date();
+      fs.utimes(lockPath, now, now).catch(() => undefined);
+    },
+    Math.max(10, Math.floor(staleAfterMs / 4)),
+  );
   touch.unref();
   let released = false;
   return {

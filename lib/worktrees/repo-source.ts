@@ -30,10 +30,7 @@ export function mirrorCandidates(dir: string, repo: RepoName): string[] {
 
 export async function resolveRemote(repo: RepoName, source: RepoSource): Promise<ResolvedRemote> {
   if (source.kind === 'url') {
-    const url = source.template
-      .replaceAll('{repo}', repo.repo)
-      .replaceAll('{owner}', repo.owner)
-      .replaceAll('{name}', repo.name);
+    const url = source.template.replaceAll('{repo}', repo.repo).replaceAll('{owner}', repo.owner).replaceAll('{name}', repo.name);
     return { url, kind: 'url' };
   }
   const candidates = mirrorCandidates(source.dir, repo);

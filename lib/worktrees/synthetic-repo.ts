@@ -25,9 +25,7 @@ export async function createSyntheticRepo(
   const lines = opts.linesPerFile ?? 20;
   await fs.mkdir(dir, { recursive: true });
   await git(['init', '--quiet', '--initial-branch=main', dir], TIMEOUT);
-  await Promise.all(
-    Array.from({ length: files }, (_, i) => writeFile(dir, fileName(i), moduleText(i, 0, lines))),
-  );
+  await Promise.all(Array.from({ length: files }, (_, i) => writeFile(dir, fileName(i), moduleText(i, 0, lines))));
   const shas: string[] = [];
   for (let c = 0; c < commits; c++) {
     if (c > 0) {

@@ -42,7 +42,7 @@ function dirs() {
 /** Deterministic pseudo-random delays (a run can be reproduced from the seed in the failure). */
 function lcg(seed: number): () => number {
   let x = seed >>> 0;
-  return () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 async function expectVerified(w: EnsuredWorktree, commit: string): Promise<void> {
@@ -134,7 +134,10 @@ describe('worktree repair after a kill at any moment', () => {
 
   it(`git worktree add killed at ${TRIALS} random moments: each time a verified worktree, the others unharmed`, async () => {
     const d = dirs();
-    const others = [await ensureWorktree(REPO, src.commits[0]!, { ...d, source }), await ensureWorktree(REPO, src.commits[1]!, { ...d, source })];
+    const others = [
+      await ensureWorktree(REPO, src.commits[0]!, { ...d, source }),
+      await ensureWorktree(REPO, src.commits[1]!, { ...d, source }),
+    ];
     const bare = bareRepoPath(d.cacheDir, parseRepoName(REPO));
     const targets = src.commits.slice(2);
     const removeTarget = async (commit: string) => {
@@ -154,7 +157,8 @@ describe('worktree repair after a kill at any moment', () => {
       if (await killedAfter(delay, commit, { ...d, source })) cut += 1;
       const w = await ensureWorktree(REPO, commit, { ...d, source });
       await expectVerified(w, commit);
-      for (const other of others) expect((await ensureWorktree(REPO, other.commit, { ...d, source })).status, `trial ${trial}, delay ${delay} ms`).toBe('reused');
+      for (const other of others)
+        expect((await ensureWorktree(REPO, other.commit, { ...d, source })).status, `trial ${trial}, delay ${delay} ms`).toBe('reused');
       await removeTarget(commit);
     }
     console.log(`worktree add: ${cut} of ${TRIALS} runs cut by the kill (span ${span.toFixed(0)} ms)`);

@@ -209,18 +209,26 @@ describe.concurrent('ensureWorktree', () => {
     ['a deleted file', async (wt: string) => fs.rm(path.join(wt, 'VERSION')), /not clean/],
     ['a modified file', async (wt: string) => fs.writeFile(path.join(wt, 'VERSION'), 'tampered\n'), /not clean/],
     ['an added file', async (wt: string) => fs.writeFile(path.join(wt, 'extra.py'), 'x\n'), /not clean/],
-    ['an ignored file', async (wt: string) => {
-      // The bare repository's info/exclude applies to its worktrees: *.pyc is ignored, yet still not ours.
-      const common = (await git(['rev-parse', '--git-common-dir'], { cwd: wt, timeoutMs: 10_000 })).trim();
-      await fs.mkdir(path.join(common, 'info'), { recursive: true });
-      await fs.writeFile(path.join(common, 'info', 'exclude'), '*.pyc\n');
-      expect(await git(['status', '--porcelain'], { cwd: wt, timeoutMs: 10_000 })).toBe('');
-      await fs.writeFile(path.join(wt, 'cache.pyc'), 'x');
-      expect(await git(['status', '--porcelain'], { cwd: wt, timeoutMs: 10_000 })).toBe('');
-    }, /not clean: !! cache.pyc/],
-    ['a moved HEAD', async (wt: string) => {
-      await git(['checkout', '--quiet', '--detach', src.commits[0]!], { cwd: wt, timeoutMs: 10_000 });
-    }, /HEAD is/],
+    [
+      'an ignored file',
+      async (wt: string) => {
+        // The bare repository's info/exclude applies to its worktrees: *.pyc is ignored, yet still not ours.
+        const common = (await git(['rev-parse', '--git-common-dir'], { cwd: wt, timeoutMs: 10_000 })).trim();
+        await fs.mkdir(path.join(common, 'info'), { recursive: true });
+        await fs.writeFile(path.join(common, 'info', 'exclude'), '*.pyc\n');
+        expect(await git(['status', '--porcelain'], { cwd: wt, timeoutMs: 10_000 })).toBe('');
+        await fs.writeFile(path.join(wt, 'cache.pyc'), 'x');
+        expect(await git(['status', '--porcelain'], { cwd: wt, timeoutMs: 10_000 })).toBe('');
+      },
+      /not clean: !! cache.pyc/,
+    ],
+    [
+      'a moved HEAD',
+      async (wt: string) => {
+        await git(['checkout', '--quiet', '--detach', src.commits[0]!], { cwd: wt, timeoutMs: 10_000 });
+      },
+      /HEAD is/,
+    ],
   ])('rebuilds a worktree corrupted by %s', async (_what, corrupt, reason) => {
     const d = dirs();
     const w = await ensureWorktree(REPO, src.commits[7]!, { ...d, source: mirrorSource });

@@ -1,13 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_REPO_SOURCE, type RepoSource } from '../../schemas/worktrees';
-import {
-  ensureBareCloneLocked,
-  ensureCommitLocked,
-  localOpts,
-  type CommitSource,
-  type GitTimeouts,
-} from './bare-clone';
+import { ensureBareCloneLocked, ensureCommitLocked, localOpts, type CommitSource, type GitTimeouts } from './bare-clone';
 import { diskUsage } from './disk-usage';
 import { WorktreeError } from './errors';
 import { git, runGit } from './git';
@@ -57,12 +51,7 @@ export async function ensureWorktree(repo: string, commit: string, opts: Worktre
   });
 }
 
-async function ensureWorktreeLocked(
-  repo: RepoName,
-  commit: string,
-  source: RepoSource,
-  opts: WorktreeOptions,
-): Promise<EnsuredWorktree> {
+async function ensureWorktreeLocked(repo: RepoName, commit: string, source: RepoSource, opts: WorktreeOptions): Promise<EnsuredWorktree> {
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);
@@ -83,9 +72,7 @@ async function ensureWorktreeLocked(
   await fs.mkdir(path.dirname(wt), { recursive: true });
   await git(['worktree', 'add', '--quiet', '--detach', wt, commit], { ...localOpts(bare, opts, repo), commit });
 
-  const [head = '', adminDir = ''] = (await git(['rev-parse', 'HEAD', '--absolute-git-dir'], localOpts(wt, opts, repo)))
-    .trim()
-    .split('\n');
+  const [head = '', adminDir = ''] = (await git(['rev-parse', 'HEAD', '--absolute-git-dir'], localOpts(wt, opts, repo))).trim().split('\n');
   if (head !== commit) {
     throw new WorktreeError('git-failed', `git worktree add for ${repo.repo}@${commit} left HEAD at ${head} in ${wt}`, {
       retryable: true,
@@ -120,19 +107,10 @@ interface WorktreeMarker {
   createdAt: string;
 }
 
-type Inspection =
-  | { state: 'absent' }
-  | { state: 'valid'; marker: string; bytes: number }
-  | { state: 'broken'; reason: string };
+type Inspection = { state: 'absent' } | { state: 'valid'; marker: string; bytes: number } | { state: 'broken'; reason: string };
 
 /** Decides whether the worktree at `wt` can be trusted; never changes anything. */
-export async function inspectWorktree(
-  bare: string,
-  wt: string,
-  commit: string,
-  repo: RepoName,
-  opts: GitTimeouts,
-): Promise<Inspection> {
+export async function inspectWorktree(bare: string, wt: string, commit: string, repo: RepoName, opts: GitTimeouts): Promise<Inspection> {
   const exists = await fs.lstat(wt).then(
     (st) => st,
     () => undefined,
@@ -230,7 +208,6 @@ export async function removeWorktree(bare: string, wt: string, repo: RepoName, o
   }
 }
 
-
 /**
  * Removes what a killed `git worktree add` left in `<bare>/worktrees/`: an admin entry whose `gitdir`,
  * `commondir` or `HEAD` is missing or empty. `git worktree add` creates the entry and then writes those files
@@ -244,18 +221,31 @@ export async function removeWorktree(bare: string, wt: string, repo: RepoName, o
 export async function removeInterruptedAdds(bare: string, worktreesDir: string): Promise<string[]> {
   const admin = path.join(bare, 'worktrees');
   const removed: string[] = [];
-  const read = (file: string) => fs.readFile(file, 'utf8').then((text) => text.trim(), () => '');
+  const read = (file: string) =>
+    fs.readFile(file, 'utf8').then(
+      (text) => text.trim(),
+      () => '',
+    );
   for (const id of await fs.readdir(admin).catch(() => [] as string[])) {
     const entry = path.join(admin, id);
-    if (!(await fs.lstat(entry).then((st) => st.isDirectory(), () => false))) continue;
-    const [gitdir = '', commondir = '', head = ''] = await Promise.all(['gitdir', 'commondir', 'HEAD'].map((f) => read(path.join(entry, f))));
+    if (
+      !(await fs.lstat(entry).then(
+        (st) => st.isDirectory(),
+        () => false,
+      ))
+    )
+      continue;
+    const [gitdir = '', commondir = '', head = ''] = await Promise.all(
+      ['gitdir', 'commondir', 'HEAD'].map((f) => read(path.join(entry, f))),
+    );
     if (gitdir !== '' && commondir !== '' && head !== '') continue;
     if (gitdir !== '') {
       const checkout = path.dirname(path.resolve(gitdir));
       const inside = path.relative(path.resolve(worktreesDir), checkout);
       const pointer = await read(path.join(checkout, '.git'));
       const ours = pointer === '' || (await samePath(path.resolve(checkout, pointer.replace(/^gitdir:\s*/, '')), entry));
-      if (inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside) && ours) await fs.rm(checkout, { recursive: true, force: true });
+      if (inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside) && ours)
+        await fs.rm(checkout, { recursive: true, force: true });
     }
     await fs.rm(entry, { recursive: true, force: true });
     removed.push(id);
@@ -282,7 +272,12 @@ export async function removeStaleLocks(bare: string): Promise<string[]> {
   }
   for (const rel of candidates) {
     const file = path.join(bare, rel);
-    if (await fs.lstat(file).then((st) => st.isFile(), () => false)) {
+    if (
+      await fs.lstat(file).then(
+        (st) => st.isFile(),
+        () => false,
+      )
+    ) {
       await fs.rm(file, { force: true });
       removed.push(rel);
     }

@@ -8,10 +8,16 @@ import { InjectionSourceSchema } from './injection';
  */
 
 /** A command line with `{placeholder}`s, as a string (split like a shell would, without one) or an argv array. */
-const CommandTemplateSchema = z.union([z.string().trim().min(1, 'the command must not be empty'), z.array(z.string()).min(1, 'the command needs at least the program')]);
+const CommandTemplateSchema = z.union([
+  z.string().trim().min(1, 'the command must not be empty'),
+  z.array(z.string()).min(1, 'the command needs at least the program'),
+]);
 
 /** Extra environment variables for outside programs (names only from config, never secrets in history). */
-const EnvSchema = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and "_"'), z.string());
+const EnvSchema = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and "_"'),
+  z.string(),
+);
 
 export const DownstreamConfigurationSchema = z
   .object({
@@ -41,7 +47,11 @@ export const DownstreamConfigurationSchema = z
     if (configuration.source !== 'predictions') {
       for (const key of ['predictions', 'retriever'] as const) {
         if (configuration[key] !== undefined) {
-          ctx.addIssue({ code: 'custom', path: [key], message: `only a configuration with source "predictions" takes ${key} (this one has source "${configuration.source}")` });
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `only a configuration with source "predictions" takes ${key} (this one has source "${configuration.source}")`,
+          });
         }
       }
     }
@@ -96,7 +106,11 @@ export const LocalHarnessConfigSchema = z.object({
   interpreter: z.string().trim().min(1).default('python3'),
   testRunner: TestRunnerSchema.default('pytest'),
   /** Limit of the whole test phase of one evaluation. */
-  timeoutMs: z.number().int().min(1_000).default(30 * 60_000),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .default(30 * 60_000),
   env: EnvSchema.optional(),
 });
 
@@ -116,7 +130,9 @@ export type DownstreamHarnessConfig = z.infer<typeof DownstreamHarnessConfigSche
 
 export const DownstreamConfigSchema = z
   .object({
-    configurations: z.array(DownstreamConfigurationSchema).min(1, 'list at least one configuration (e.g. { name: "baseline", source: "none" })'),
+    configurations: z
+      .array(DownstreamConfigurationSchema)
+      .min(1, 'list at least one configuration (e.g. { name: "baseline", source: "none" })'),
     /** The configuration every other one is compared with (Table 3's "Baseline"). */
     baseline: z.string().trim().min(1),
     agent: DownstreamAgentConfigSchema,
@@ -130,12 +146,20 @@ export const DownstreamConfigSchema = z
     /** Run only these instance ids (default: every valid instance of the file). */
     instances: z.array(z.string().trim().min(1)).min(1, 'instances, when given, must name at least one instance id').optional(),
     /** Wall-clock limit of one (configuration, instance) run, agent and harness together; past it the run is an error row. */
-    runTimeoutMs: z.number().int().min(1_000).default(2 * 60 * 60_000),
+    runTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(2 * 60 * 60_000),
     /** Runs at the same time (each one an agent plus a checkout; the harness runs tests). */
     concurrency: z.number().int().min(1).max(256).default(2),
     /** Bootstrap seed and resamples of Table 3's intervals (lib/metrics' bootstrapCI). */
     bootstrap: z
-      .object({ resamples: z.number().int().min(100).default(1000), seed: z.number().int().default(0), confidence: z.number().gt(0).lt(1).default(0.95) })
+      .object({
+        resamples: z.number().int().min(100).default(1000),
+        seed: z.number().int().default(0),
+        confidence: z.number().gt(0).lt(1).default(0.95),
+      })
       .default({ resamples: 1000, seed: 0, confidence: 0.95 }),
   })
   .superRefine((config, ctx) => {
@@ -143,11 +167,19 @@ export const DownstreamConfigSchema = z
     config.configurations.forEach((configuration, index) => {
       const first = seen.get(configuration.name);
       if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['configurations', index, 'name'], message: `configuration name "${configuration.name}" is used twice (also configurations.${first})` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['configurations', index, 'name'],
+          message: `configuration name "${configuration.name}" is used twice (also configurations.${first})`,
+        });
       } else seen.set(configuration.name, index);
     });
     if (!seen.has(config.baseline)) {
-      ctx.addIssue({ code: 'custom', path: ['baseline'], message: `"${config.baseline}" is not one of the configurations (${[...seen.keys()].join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['baseline'],
+        message: `"${config.baseline}" is not one of the configurations (${[...seen.keys()].join(', ')})`,
+      });
     }
     if (config.instances) {
       const duplicate = config.instances.find((id, i) => config.instances!.indexOf(id) !== i);

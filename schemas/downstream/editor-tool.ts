@@ -11,11 +11,7 @@ export type EditorCommand = z.infer<typeof EditorCommandSchema>;
 export const EditorArgsSchema = z
   .object({
     command: EditorCommandSchema.describe('The command to run: view, create, str_replace or insert.'),
-    path: z
-      .string()
-      .min(1)
-      .max(4096)
-      .describe('Path of the file or directory, relative to the repository root (e.g. "pkg/module.py").'),
+    path: z.string().min(1).max(4096).describe('Path of the file or directory, relative to the repository root (e.g. "pkg/module.py").'),
     file_text: z.string().optional().describe('`create`: the content of the new file.'),
     old_str: z
       .string()

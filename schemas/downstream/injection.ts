@@ -12,10 +12,7 @@ export const InjectionSourceSchema = z.enum(['none', 'oracle', 'predictions']);
 export type InjectionSource = z.infer<typeof InjectionSourceSchema>;
 
 export const InjectionConfigurationSchema = z.object({
-  name: z
-    .string()
-    .trim()
-    .min(1, 'a configuration needs a name (the row label of Table 3, e.g. "baseline", "bm25-top2")'),
+  name: z.string().trim().min(1, 'a configuration needs a name (the row label of Table 3, e.g. "baseline", "bm25-top2")'),
   source: InjectionSourceSchema,
   k: z.number().int().min(1, 'k must be at least 1 (leave it out to inject every file)').optional(),
 });

@@ -40,7 +40,10 @@ export const DownstreamInstanceSchema = z.object({
   base_commit: z.string().regex(/^[0-9a-f]{40}$/, 'expected a full 40-hex-digit commit id'),
   problem_statement: z.string(),
   patch: z.string().optional(),
-  test_patch: z.string().nullish().transform((v) => (v === null || v === undefined || v.trim() === '' ? undefined : v)),
+  test_patch: z
+    .string()
+    .nullish()
+    .transform((v) => (v === null || v === undefined || v.trim() === '' ? undefined : v)),
   FAIL_TO_PASS: TestListSchema,
   PASS_TO_PASS: TestListSchema,
 });

@@ -3,14 +3,53 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readParquetObjects, readParquetTable, writeParquetArtifact } from '../../lib/artifacts';
-import { DOWNSTREAM_RUNS_SCHEMA_NAME, DOWNSTREAM_RUNS_SCHEMA_VERSION, DownstreamRunRowSchema, downstreamRunsArrowSchema, type DownstreamRunRow } from './runs';
+import {
+  DOWNSTREAM_RUNS_SCHEMA_NAME,
+  DOWNSTREAM_RUNS_SCHEMA_VERSION,
+  DownstreamRunRowSchema,
+  downstreamRunsArrowSchema,
+  type DownstreamRunRow,
+} from './runs';
 import { InjectionConfigurationSchema } from './injection';
 import { DownstreamInstanceSchema } from './instance';
 
 const rows: DownstreamRunRow[] = [
-  { configuration: 'baseline', instanceId: 'django__django-15278', resolved: false, outcome: 'unresolved', rounds: 74, inputTokens: 3_071_000, outputTokens: 21_500, patchBytes: 1893, endReason: 'round_limit', error: null },
-  { configuration: 'codegrep-v3', instanceId: 'django__django-15278', resolved: true, outcome: 'resolved', rounds: 15, inputTokens: 301_200, outputTokens: 5_800, patchBytes: 512, endReason: 'submitted', error: null },
-  { configuration: 'bm25-top2', instanceId: 'astropy__astropy-12907', resolved: false, outcome: 'error', rounds: 0, inputTokens: 0, outputTokens: 0, patchBytes: 0, endReason: 'llm_error', error: 'agent: LLM endpoint refused the API key' },
+  {
+    configuration: 'baseline',
+    instanceId: 'django__django-15278',
+    resolved: false,
+    outcome: 'unresolved',
+    rounds: 74,
+    inputTokens: 3_071_000,
+    outputTokens: 21_500,
+    patchBytes: 1893,
+    endReason: 'round_limit',
+    error: null,
+  },
+  {
+    configuration: 'codegrep-v3',
+    instanceId: 'django__django-15278',
+    resolved: true,
+    outcome: 'resolved',
+    rounds: 15,
+    inputTokens: 301_200,
+    outputTokens: 5_800,
+    patchBytes: 512,
+    endReason: 'submitted',
+    error: null,
+  },
+  {
+    configuration: 'bm25-top2',
+    instanceId: 'astropy__astropy-12907',
+    resolved: false,
+    outcome: 'error',
+    rounds: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    patchBytes: 0,
+    endReason: 'llm_error',
+    error: 'agent: LLM endpoint refused the API key',
+  },
 ];
 
 describe('downstream schemas', () => {
@@ -55,21 +94,37 @@ describe('downstream schemas', () => {
 
   it('reads SWE-bench test lists as JSON strings or arrays, and names bad ones', () => {
     const base = { instance_id: 'x__y-1', repo: 'x/y', base_commit: 'b'.repeat(40), problem_statement: 'issue' };
-    const parsed = DownstreamInstanceSchema.parse({ ...base, FAIL_TO_PASS: '["tests/test_a.py::test_x", "test_b (app.tests.T)"]', PASS_TO_PASS: ['tests/test_a.py::test_y'], test_patch: '' });
-    expect(parsed).toMatchObject({ FAIL_TO_PASS: ['tests/test_a.py::test_x', 'test_b (app.tests.T)'], PASS_TO_PASS: ['tests/test_a.py::test_y'] });
+    const parsed = DownstreamInstanceSchema.parse({
+      ...base,
+      FAIL_TO_PASS: '["tests/test_a.py::test_x", "test_b (app.tests.T)"]',
+      PASS_TO_PASS: ['tests/test_a.py::test_y'],
+      test_patch: '',
+    });
+    expect(parsed).toMatchObject({
+      FAIL_TO_PASS: ['tests/test_a.py::test_x', 'test_b (app.tests.T)'],
+      PASS_TO_PASS: ['tests/test_a.py::test_y'],
+    });
     expect(parsed.test_patch).toBeUndefined();
     expect(DownstreamInstanceSchema.parse({ ...base, FAIL_TO_PASS: null })).toMatchObject({ FAIL_TO_PASS: [], PASS_TO_PASS: [] });
     const bad = DownstreamInstanceSchema.safeParse({ ...base, FAIL_TO_PASS: '[tests/test_a.py' });
     expect(bad.success).toBe(false);
     expect(bad.error!.issues[0]).toMatchObject({ path: ['FAIL_TO_PASS'], message: 'is a string but not a JSON list of test names' });
-    expect(DownstreamInstanceSchema.safeParse({ ...base, PASS_TO_PASS: '[1, 2]' }).error!.issues[0]!.message).toMatch(/non-empty test-name strings/);
+    expect(DownstreamInstanceSchema.safeParse({ ...base, PASS_TO_PASS: '[1, 2]' }).error!.issues[0]!.message).toMatch(
+      /non-empty test-name strings/,
+    );
     expect(DownstreamInstanceSchema.safeParse({ ...base, base_commit: 'abc' }).success).toBe(false);
   });
 
   it('checks configurations', () => {
-    expect(InjectionConfigurationSchema.parse({ name: 'bm25-top2', source: 'predictions', k: 2 })).toEqual({ name: 'bm25-top2', source: 'predictions', k: 2 });
+    expect(InjectionConfigurationSchema.parse({ name: 'bm25-top2', source: 'predictions', k: 2 })).toEqual({
+      name: 'bm25-top2',
+      source: 'predictions',
+      k: 2,
+    });
     expect(InjectionConfigurationSchema.safeParse({ name: '', source: 'none' }).error!.issues[0]!.message).toMatch(/needs a name/);
-    expect(InjectionConfigurationSchema.safeParse({ name: 'x', source: 'oracle', k: 0 }).error!.issues[0]!.message).toMatch(/k must be at least 1/);
+    expect(InjectionConfigurationSchema.safeParse({ name: 'x', source: 'oracle', k: 0 }).error!.issues[0]!.message).toMatch(
+      /k must be at least 1/,
+    );
     expect(InjectionConfigurationSchema.safeParse({ name: 'x', source: 'bm25' }).success).toBe(false);
   });
 });

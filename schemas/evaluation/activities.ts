@@ -5,7 +5,6 @@ import { EvaluationExclusionsSchema, EvaluationSummarySchema } from './summary';
 
 /** The evaluation activities' inputs and outputs (activities/evaluation-*.ts, workflows/evaluation.ts). */
 
-
 const stageBase = {
   runId: z.string(),
   runDir: z.string(),
@@ -16,7 +15,10 @@ export const PlanEvaluationInputSchema = z.object({
   samples: ArtifactRefSchema,
   evaluation: EvaluationConfigSchema,
   /** Sub-folder of `evaluation/` for this execution (outputPerRun), or null for `evaluation/` itself. */
-  outputLabel: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).nullable(),
+  outputLabel: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/)
+    .nullable(),
 });
 export type PlanEvaluationInput = z.input<typeof PlanEvaluationInputSchema>;
 

@@ -7,7 +7,6 @@ import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
  * §4.2, App. G): the retrievers, sharding, file target and bootstrap.
  */
 
-
 /** A retriever's name becomes a folder and a table row: letters, digits, ".", "_", "-". */
 const retrieverName = z
   .string()
@@ -87,7 +86,10 @@ export type FileTarget = z.infer<typeof FileTargetSchema>;
 export const EvaluationConfigSchema = z
   .object({
     /** Default: BM25 top-2, which needs nothing but the worktrees (the stage's offline mode). */
-    retrievers: z.array(RetrieverConfigSchema).min(1, 'name at least one retriever').default([{ name: 'bm25', kind: 'bm25', k: 2, excludeTests: false }]),
+    retrievers: z
+      .array(RetrieverConfigSchema)
+      .min(1, 'name at least one retriever')
+      .default([{ name: 'bm25', kind: 'bm25', k: 2, excludeTests: false }]),
     /** Instances per shard activity: the unit of parallelism and of resumption after a killed worker. */
     shardSize: z.number().int().min(1).max(10_000).default(25),
     /** Only these instance ids (default: every sample with ground truth). */
@@ -114,7 +116,11 @@ export const EvaluationConfigSchema = z
     config.retrievers.forEach((retriever, i) => {
       const first = seen.get(retriever.name);
       if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['retrievers', i, 'name'], message: `"${retriever.name}" is already the name of retrievers[${first}]` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['retrievers', i, 'name'],
+          message: `"${retriever.name}" is already the name of retrievers[${first}]`,
+        });
       } else seen.set(retriever.name, i);
     });
     if (config.instances) {

@@ -56,7 +56,13 @@ export const EvaluationPredictionSchema = evaluationPredictionColumns.zod;
 export type EvaluationPrediction = z.infer<typeof EvaluationPredictionSchema>;
 
 /** The metrics artifact repeats `turns` and `toolCalls` from the prediction (Table 2's Turns column). */
-export const instanceMetricColumns = columns({ ...idColumns, ...scoreColumns, turns: nullable(int32()), toolCalls: nullable(int32()), failed: bool() });
+export const instanceMetricColumns = columns({
+  ...idColumns,
+  ...scoreColumns,
+  turns: nullable(int32()),
+  toolCalls: nullable(int32()),
+  failed: bool(),
+});
 export const InstanceMetricsSchema = instanceMetricColumns.zod;
 export type InstanceMetrics = z.infer<typeof InstanceMetricsSchema>;
 

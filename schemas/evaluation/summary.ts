@@ -11,7 +11,6 @@ export const EvaluationExclusionsSchema = z.object({
   notSelected: z.number().int(),
 });
 
-
 const nullableNumber = z.number().nullable();
 export const IntervalSchema = z.object({ low: z.number(), high: z.number() });
 /** A mean (or share, or median) with its percentile bootstrap interval; null values when n = 0. */
@@ -45,7 +44,9 @@ export const RetrieverSummarySchema = z.object({
   /** Acc@k over the ranked file list (CodeScout App. G); null for retrievers without a ranking. */
   accuracyAtK: z.array(z.object({ k: z.number().int(), value: EstimateSchema })).nullable(),
   /** Agentic retrievers: mean tool calls and tokens per instance. */
-  agent: z.object({ toolCalls: nullableNumber, promptTokens: nullableNumber, completionTokens: nullableNumber, invalidAnswers: z.number().int() }).nullable(),
+  agent: z
+    .object({ toolCalls: nullableNumber, promptTokens: nullableNumber, completionTokens: nullableNumber, invalidAnswers: z.number().int() })
+    .nullable(),
 });
 export type RetrieverSummary = z.infer<typeof RetrieverSummarySchema>;
 

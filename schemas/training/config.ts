@@ -62,7 +62,10 @@ const TrainingConfigObject = z
     topP: z.number().gt(0).max(1).optional(),
     topK: positiveInt.optional(),
     klBeta: z.number().min(0).optional(),
-    lora: z.object({ r: positiveInt.optional(), alpha: z.number().positive().optional(), dropout: z.number().min(0).lt(1).optional() }).strict().optional(),
+    lora: z
+      .object({ r: positiveInt.optional(), alpha: z.number().positive().optional(), dropout: z.number().min(0).lt(1).optional() })
+      .strict()
+      .optional(),
     /** Seed of the data order and sampling; a resume must use the same one. */
     seed: z.number().int().min(0).default(0),
     /** Mask the loss of rollouts that use every turn without answering; default: the recipe's (lib/recipes/presets.json). */
@@ -95,7 +98,11 @@ const TrainingConfigObject = z
 function refuseActivityKeys(training: { trainer: Record<string, unknown> }, ctx: z.RefinementCtx): void {
   for (const key of TRAINER_KEYS_SET_BY_ACTIVITY) {
     if (key in training.trainer) {
-      ctx.addIssue({ code: 'custom', path: ['trainer', key], message: `is set by the training activity; use the training section's own fields` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', key],
+        message: `is set by the training activity; use the training section's own fields`,
+      });
     }
   }
 }
@@ -105,6 +112,7 @@ export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
 /** The training section after validate-config: absolute paths, the GPU task queue filled in. */
-export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({ gpuTaskQueue: z.string().min(1) }).superRefine(refuseActivityKeys);
+export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({ gpuTaskQueue: z.string().min(1) }).superRefine(
+  refuseActivityKeys,
+);
 export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;
-

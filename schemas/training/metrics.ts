@@ -97,4 +97,3 @@ export const LatestStepMetricsSchema = z.object({
   stepTimeS: z.number(),
 });
 export type LatestStepMetrics = z.infer<typeof LatestStepMetricsSchema>;
-

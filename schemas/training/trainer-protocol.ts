@@ -45,11 +45,23 @@ export type TrainerStepLine = z.infer<typeof TrainerStepLineSchema>;
 
 export const TrainerEventSchema = z.discriminatedUnion('event', [
   TrainerStepLineSchema,
-  z.object({ event: z.literal('start'), step: z.number().int().min(0), total_steps: positiveInt, device: z.string(), generator: z.string(), generator_reason: z.string().optional(), world_size: z.number().int().min(1).optional(), parameters: z.number().int(), trainable_parameters: z.number().int(), instances: z.number().int() }).passthrough(),
+  z
+    .object({
+      event: z.literal('start'),
+      step: z.number().int().min(0),
+      total_steps: positiveInt,
+      device: z.string(),
+      generator: z.string(),
+      generator_reason: z.string().optional(),
+      world_size: z.number().int().min(1).optional(),
+      parameters: z.number().int(),
+      trainable_parameters: z.number().int(),
+      instances: z.number().int(),
+    })
+    .passthrough(),
   z.object({ event: z.literal('resumed'), step: z.number().int().min(0), checkpoint: z.string() }).passthrough(),
   z.object({ event: z.literal('checkpoint'), step: z.number().int().min(0), path: z.string() }).passthrough(),
   z.object({ event: z.literal('stopped'), step: z.number().int().min(0), checkpoint: z.string().nullable() }).passthrough(),
   z.object({ event: z.literal('done'), step: z.number().int().min(0) }).passthrough(),
 ]);
 export type TrainerEvent = z.infer<typeof TrainerEventSchema>;
-

@@ -39,7 +39,13 @@ const BUCKET = 'codegrep-artifacts';
 beforeAll(async () => {
   weed = await startSeaweedS3(path.join(work, 'weed'));
   await weed.createBucket(BUCKET);
-  s3 = { endpoint: weed.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: weed.accessKeyId, secretAccessKey: weed.secretAccessKey }, maxAttempts: 2 };
+  s3 = {
+    endpoint: weed.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: weed.accessKeyId, secretAccessKey: weed.secretAccessKey },
+    maxAttempts: 2,
+  };
   // localPathForRef opens s3:// URIs with the standard AWS environment variables, as a worker does.
   Object.assign(process.env, weed.env, { CODEGREP_ARTIFACT_CACHE: path.join(work, 'default-node-cache') });
 }, 180_000);
@@ -66,7 +72,10 @@ for (const scheme of ['s3', 'file'] as const) {
   describe(`${scheme}:// store`, () => {
     let store: ArtifactStore;
     beforeAll(() => {
-      store = scheme === 's3' ? openArtifactStore(`s3://${BUCKET}/${randomBytes(4).toString('hex')}`, s3) : openArtifactStore(`file://${path.join(work, 'file-store')}`);
+      store =
+        scheme === 's3'
+          ? openArtifactStore(`s3://${BUCKET}/${randomBytes(4).toString('hex')}`, s3)
+          : openArtifactStore(`file://${path.join(work, 'file-store')}`);
     });
 
     it('round-trips a file and small objects, lists keys, leaves no temporary objects', async () => {
@@ -122,7 +131,10 @@ for (const scheme of ['s3', 'file'] as const) {
       expect(stored.sha256).toBe(ref.sha256);
       const expectation = { schemaName: 'test.rows', schemaVersion: 1, inputs: [], configHash: hashConfig({ test: 1 }) };
       expect(await checkStoredArtifact(store, 'run/env/samples.parquet', expectation)).toEqual({ hit: true, ref: stored });
-      expect(await checkStoredArtifact(store, 'run/env/samples.parquet', { ...expectation, configHash: hashConfig({ test: 2 }) })).toEqual({ hit: false, reason: 'config changed' });
+      expect(await checkStoredArtifact(store, 'run/env/samples.parquet', { ...expectation, configHash: hashConfig({ test: 2 }) })).toEqual({
+        hit: false,
+        reason: 'config changed',
+      });
       expect(await checkStoredArtifact(store, 'run/env/other.parquet', expectation)).toEqual({ hit: false, reason: 'no manifest' });
       // The artifact read back through the ref on a node that never had it: a node-local copy by sha256.
       const rows = await readParquetObjects(await localPathForRef(stored, path.join(work, `${scheme}-node-cache`)));
@@ -179,7 +191,10 @@ describe('store error paths are named errors', () => {
   });
 
   it('credentials the store refuses are StoreCredentialsError', async () => {
-    const wrongSecret = openArtifactStore(`s3://${BUCKET}/x`, { ...s3, credentials: { accessKeyId: weed.accessKeyId, secretAccessKey: 'wrong' } });
+    const wrongSecret = openArtifactStore(`s3://${BUCKET}/x`, {
+      ...s3,
+      credentials: { accessKeyId: weed.accessKeyId, secretAccessKey: 'wrong' },
+    });
     await expect(wrongSecret.putBytes('a.json', '{}')).rejects.toBeInstanceOf(StoreCredentialsError);
     const unknownKey = openArtifactStore(`s3://${BUCKET}/x`, { ...s3, credentials: { accessKeyId: 'nobody', secretAccessKey: 'nothing' } });
     await expect(unknownKey.getBytes('a.json')).rejects.toThrow(/refused the credentials/);
@@ -199,7 +214,12 @@ describe('atomic writes survive a crash of the store mid-upload', () => {
     let second: SeaweedS3 | undefined;
     try {
       await first.createBucket('crash-test');
-      const settings = (server: SeaweedS3): S3StoreSettings => ({ ...s3, endpoint: server.endpoint, maxAttempts: 1, partSizeBytes: 5 * 1024 * 1024 });
+      const settings = (server: SeaweedS3): S3StoreSettings => ({
+        ...s3,
+        endpoint: server.endpoint,
+        maxAttempts: 1,
+        partSizeBytes: 5 * 1024 * 1024,
+      });
       const store = openArtifactStore('s3://crash-test/run', settings(first));
       await store.putBytes('model/weights.bin', 'the old weights\n');
       // The new bytes come through a FIFO, so the upload is provably in flight when the store dies.

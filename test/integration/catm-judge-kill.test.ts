@@ -20,7 +20,9 @@ function shardLines(dir: string): number {
   let lines = 0;
   for (const shardDir of readdirSync(dir)) {
     for (const file of readdirSync(path.join(dir, shardDir))) {
-      lines += readFileSync(path.join(dir, shardDir, file), 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+      lines += readFileSync(path.join(dir, shardDir, file), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '').length;
     }
   }
   return lines;
@@ -62,13 +64,17 @@ describe('judge stage survives a killed worker', () => {
       });
 
       const shardRoot = path.join(work, runId, 'catm', 'judge-shards');
-      await waitFor(() => {
-        try {
-          return shardLines(shardRoot) >= 20;
-        } catch {
-          return false;
-        }
-      }, 120_000, 'the first 20 judgements');
+      await waitFor(
+        () => {
+          try {
+            return shardLines(shardRoot) >= 20;
+          } catch {
+            return false;
+          }
+        },
+        120_000,
+        'the first 20 judgements',
+      );
       await killWorkerProcess(workers[0]!);
       const killedAt = Date.now();
       const persistedAtKill = shardLines(shardRoot);

@@ -172,4 +172,3 @@ function collectMessages(error: unknown): string {
   }
   return parts.join(' | ');
 }
-

@@ -32,9 +32,16 @@ let gpuWorker: ChildProcess | undefined;
 let result: PipelineResult;
 
 beforeAll(async () => {
-  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+  });
   ({ stop: stopCpuWorker } = await startWorker(cpuQueue));
-  gpuWorker = await spawnGpuWorkerProcess(gpuQueue, { OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', TOKENIZERS_PARALLELISM: 'false' }, path.join(work, 'gpu-worker.log'));
+  gpuWorker = await spawnGpuWorkerProcess(
+    gpuQueue,
+    { OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1', TOKENIZERS_PARALLELISM: 'false' },
+    path.join(work, 'gpu-worker.log'),
+  );
   const config = readConfigFile(path.join(repoRoot, 'data/sample/pipeline.yaml'));
   const training = config.training as Record<string, unknown>;
   const { client, close } = await testClient();
@@ -92,10 +99,12 @@ describe('the demo config end to end against ../shared/repos', () => {
     ]);
     for (const r of summary.retrievers) expect(r.table2.fBetaMean.ci).not.toBeNull();
     expect(readFileSync(result.evaluation!.report.html, 'utf8')).toContain('minilm');
-    expect(readdirSync(path.join(work, 'runs', 'demo-it', 'evaluation'))).toEqual(expect.arrayContaining(['predictions.parquet', 'metrics.parquet', 'summary.json']));
+    expect(readdirSync(path.join(work, 'runs', 'demo-it', 'evaluation'))).toEqual(
+      expect.arrayContaining(['predictions.parquet', 'metrics.parquet', 'summary.json']),
+    );
   });
 
-  it("ranks exactly as rank_bm25 does on the same files (BM25 top-2 and the ranked list)", async () => {
+  it('ranks exactly as rank_bm25 does on the same files (BM25 top-2 and the ranked list)', async () => {
     const predictions = (await readParquetObjects(result.evaluation!.predictions.uri)).filter((p) => p.retriever === 'bm25');
     const samples = await readParquetObjects(result.environment!.samples.uri);
     expect(predictions).toHaveLength(13);
@@ -105,12 +114,22 @@ describe('the demo config end to end against ../shared/repos', () => {
       const sample = samples.find((s) => s.instanceId === prediction.instanceId)!;
       const { files } = await collectWorktreeFiles(sample.worktreePath as string, { includeTests: true });
       corpora.push(files.map((f) => f.path));
-      specs.push({ mode: 'raw', docs: files.map((f) => f.content), paths: files.map((f) => f.path), path_weight: PATH_INDEX_WEIGHT, queries: [sample.problemStatement as string], top: 5 });
+      specs.push({
+        mode: 'raw',
+        docs: files.map((f) => f.content),
+        paths: files.map((f) => f.path),
+        path_weight: PATH_INDEX_WEIGHT,
+        queries: [sample.problemStatement as string],
+        top: 5,
+      });
     }
     const references = runBm25ReferenceBatch(specs);
     predictions.forEach((prediction, i) => {
       const expected = references[i]!.rankings[0]!.map((doc) => corpora[i]![doc]!);
-      expect({ instance: prediction.instanceId, ranked: (prediction.ranked as string[]).slice(0, 5) }).toEqual({ instance: prediction.instanceId, ranked: expected });
+      expect({ instance: prediction.instanceId, ranked: (prediction.ranked as string[]).slice(0, 5) }).toEqual({
+        instance: prediction.instanceId,
+        ranked: expected,
+      });
       expect(prediction.files).toEqual(expected.slice(0, 2));
     });
   });

@@ -23,9 +23,30 @@ interface Bug {
 }
 
 export const BUGS: Bug[] = [
-  { id: 'acme__calc-1', file: 'calc/ops.py', before: '    return a - b', after: '    return a + b', statement: 'add(2, 3) returns -1 instead of 5.', marker: 'add(2, 3)' },
-  { id: 'acme__calc-2', file: 'calc/text.py', before: '    return s.lower()', after: '    return s.upper()', statement: "shout('hi') returns 'hi' instead of 'HI'.", marker: "shout('hi')" },
-  { id: 'acme__calc-3', file: 'calc/units.py', before: '    return m * 10', after: '    return m * 100', statement: 'to_cm(2) returns 20 instead of 200.', marker: 'to_cm(2)' },
+  {
+    id: 'acme__calc-1',
+    file: 'calc/ops.py',
+    before: '    return a - b',
+    after: '    return a + b',
+    statement: 'add(2, 3) returns -1 instead of 5.',
+    marker: 'add(2, 3)',
+  },
+  {
+    id: 'acme__calc-2',
+    file: 'calc/text.py',
+    before: '    return s.lower()',
+    after: '    return s.upper()',
+    statement: "shout('hi') returns 'hi' instead of 'HI'.",
+    marker: "shout('hi')",
+  },
+  {
+    id: 'acme__calc-3',
+    file: 'calc/units.py',
+    before: '    return m * 10',
+    after: '    return m * 100',
+    statement: 'to_cm(2) returns 20 instead of 200.',
+    marker: 'to_cm(2)',
+  },
 ];
 
 const FILES: Record<string, string> = {
@@ -33,9 +54,12 @@ const FILES: Record<string, string> = {
   'calc/ops.py': 'def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
   'calc/text.py': 'def shout(s):\n    return s.lower()\n\n\ndef whisper(s):\n    return s.casefold()\n',
   'calc/units.py': 'def to_cm(m):\n    return m * 10\n\n\ndef to_mm(m):\n    return 1000 * m\n',
-  'tests/test_ops.py': 'from calc.ops import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n',
-  'tests/test_text.py': "from calc.text import shout, whisper\n\n\ndef test_shout():\n    assert shout('hi') == 'HI'\n\n\ndef test_whisper():\n    assert whisper('HI') == 'hi'\n",
-  'tests/test_units.py': 'from calc.units import to_cm, to_mm\n\n\ndef test_to_cm():\n    assert to_cm(2) == 200\n\n\ndef test_to_mm():\n    assert to_mm(2) == 2000\n',
+  'tests/test_ops.py':
+    'from calc.ops import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n',
+  'tests/test_text.py':
+    "from calc.text import shout, whisper\n\n\ndef test_shout():\n    assert shout('hi') == 'HI'\n\n\ndef test_whisper():\n    assert whisper('HI') == 'hi'\n",
+  'tests/test_units.py':
+    'from calc.units import to_cm, to_mm\n\n\ndef test_to_cm():\n    assert to_cm(2) == 200\n\n\ndef test_to_mm():\n    assert to_mm(2) == 2000\n',
   'README.md': '# calc\n',
   '.gitignore': '__pycache__/\n*.pyc\n',
 };
@@ -83,7 +107,14 @@ export function calcDownstreamInput(options: CalcDownstreamInputOptions): Record
         { name: 'oracle', source: 'oracle' },
       ],
       baseline: 'baseline',
-      agent: { kind: 'builtin', baseUrl: options.baseUrl, model: options.model ?? 'frozen-coder', maxRounds: 10, maxAttempts: 1, callTimeoutMs: 30_000 },
+      agent: {
+        kind: 'builtin',
+        baseUrl: options.baseUrl,
+        model: options.model ?? 'frozen-coder',
+        maxRounds: 10,
+        maxAttempts: 1,
+        callTimeoutMs: 30_000,
+      },
       harness: { kind: 'local', interpreter: options.python, testRunner: 'pytest', timeoutMs: 120_000 },
       runTimeoutMs: 180_000,
       concurrency: options.concurrency,
@@ -114,7 +145,10 @@ export function buildCalcFixture(root: string): CalcFixture {
     return { instance_id: bug.id, repo: REPO, base_commit: baseCommit, problem_statement: `${bug.statement}\n`, patch };
   });
   // Instance 1: FAIL_TO_PASS / PASS_TO_PASS as JSON strings (SWE-bench's own encoding).
-  Object.assign(instances[0]!, { FAIL_TO_PASS: JSON.stringify(['tests/test_ops.py::test_add']), PASS_TO_PASS: JSON.stringify(['tests/test_ops.py::test_mul']) });
+  Object.assign(instances[0]!, {
+    FAIL_TO_PASS: JSON.stringify(['tests/test_ops.py::test_add']),
+    PASS_TO_PASS: JSON.stringify(['tests/test_ops.py::test_mul']),
+  });
   // Instance 2: a test_patch adding a test the fix must also pass.
   write('tests/test_text.py', `${FILES['tests/test_text.py']}\n\ndef test_shout_empty():\n    assert shout('') == ''\n`);
   const testPatch = diff();
@@ -157,7 +191,12 @@ export function identify(body: ChatRequestBody): RequestIdentity {
   const bug = BUGS.find((b) => text.includes(b.marker));
   if (!bug) throw new Error(`scripted agent: no known instance in the prompt: ${text.slice(0, 200)}`);
   const block = /<candidate_files>\n([\s\S]*?)<\/candidate_files>/.exec(text);
-  const candidates = block ? block[1]!.split('\n').filter((l) => l.startsWith('- ')).map((l) => l.slice(2)) : [];
+  const candidates = block
+    ? block[1]!
+        .split('\n')
+        .filter((l) => l.startsWith('- '))
+        .map((l) => l.slice(2))
+    : [];
   return { bug, candidates, round: messages.filter((m) => m.role === 'assistant').length };
 }
 
@@ -173,7 +212,10 @@ export const USAGE = {
   viewWrong: { prompt_tokens: 90, completion_tokens: 9 },
 } satisfies Record<string, ScriptedUsage>;
 
-const fixCall = (bug: Bug) => ({ name: 'str_replace_editor', arguments: { command: 'str_replace', path: bug.file, old_str: bug.before, new_str: bug.after } });
+const fixCall = (bug: Bug) => ({
+  name: 'str_replace_editor',
+  arguments: { command: 'str_replace', path: bug.file, old_str: bug.before, new_str: bug.after },
+});
 
 /**
  * The frozen agent's behaviour:
@@ -194,7 +236,10 @@ export function agentReply({ bug, candidates, round }: RequestIdentity): Scripte
     return reply.toolCalls([{ name: 'submit', arguments: { message: 'fixed' } }], { usage: USAGE.submitAfterSearch });
   }
   const offset = candidates[0] === bug.file ? 0 : 1;
-  if (offset === 1 && round === 0) return reply.toolCalls([{ name: 'str_replace_editor', arguments: { command: 'view', path: candidates[0]! } }], { usage: USAGE.viewWrong });
+  if (offset === 1 && round === 0)
+    return reply.toolCalls([{ name: 'str_replace_editor', arguments: { command: 'view', path: candidates[0]! } }], {
+      usage: USAGE.viewWrong,
+    });
   if (round === offset) return reply.toolCalls([fixCall(bug)], { usage: USAGE.fix });
   return reply.toolCalls([{ name: 'submit', arguments: { message: 'fixed' } }], { usage: USAGE.submit });
 }

@@ -82,7 +82,11 @@ describe('downstream stage survives a killed worker and a restarted workflow', (
       const handle = await client.workflow.start('downstream', { taskQueue, workflowId: `${runId}/downstream`, args: [config(runId)] });
 
       // Kill while the third pair (baseline on instance 2) is talking to the model, two pairs being done.
-      await waitFor(() => finishedPairs(runId).length >= 2 && (requestsPerPair().get('none/acme__calc-2') ?? 0) >= 1, 120_000, 'two finished runs and a third one under way');
+      await waitFor(
+        () => finishedPairs(runId).length >= 2 && (requestsPerPair().get('none/acme__calc-2') ?? 0) >= 1,
+        120_000,
+        'two finished runs and a third one under way',
+      );
       await killWorkerProcess(workers[0]!);
       const killedAt = Date.now();
       const finishedAtKill = finishedPairs(runId);
@@ -119,7 +123,9 @@ describe('downstream stage survives a killed worker and a restarted workflow', (
 
       // The run cut short was redone by a later attempt of its activity; the finished ones by their first.
       const record = (configuration: string, instance: string) =>
-        DownstreamRunRecordSchema.parse(JSON.parse(readFileSync(path.join(dataDir, runId, 'downstream', 'runs', configuration, `${instance}.json`), 'utf8')));
+        DownstreamRunRecordSchema.parse(
+          JSON.parse(readFileSync(path.join(dataDir, runId, 'downstream', 'runs', configuration, `${instance}.json`), 'utf8')),
+        );
       if (!finishedAtKill.includes('none/acme__calc-2')) expect(record('baseline', 'acme__calc-2').attempt).toBeGreaterThan(1);
       expect(record('baseline', 'acme__calc-1').attempt).toBe(1);
       // No checkout of the killed attempt is left behind.

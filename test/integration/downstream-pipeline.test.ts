@@ -81,8 +81,12 @@ describe('downstream as the last stage of the pipeline', () => {
     // The scripted agent fixes the bug whenever it is shown files, and on its own only instance 3.
     const rows = await readParquetObjects(downstream.runs.uri);
     const resolved = Object.fromEntries(rows.filter((r) => r.configuration === 'bm25').map((r) => [r.instanceId, r.resolved]));
-    expect(resolved).toEqual(Object.fromEntries(predictions.map((p) => [p.instanceId, (p.files as string[]).length > 0 || p.instanceId === 'acme__calc-3'])));
-    expect(readFileSync(downstream.reportMarkdown, 'utf8')).toContain(`bm25: predictions from ${result.evaluation!.predictions.uri} (parquet, retriever bm25).`);
+    expect(resolved).toEqual(
+      Object.fromEntries(predictions.map((p) => [p.instanceId, (p.files as string[]).length > 0 || p.instanceId === 'acme__calc-3'])),
+    );
+    expect(readFileSync(downstream.reportMarkdown, 'utf8')).toContain(
+      `bm25: predictions from ${result.evaluation!.predictions.uri} (parquet, retriever bm25).`,
+    );
   });
 });
 
@@ -92,12 +96,25 @@ describe('history bounds of evaluation and downstream under a pipeline (issue #1
     const sizes = {
       small: { retrievers: [{ name: 'bm25', kind: 'bm25', k: 2 }], shardSize: 25, configurations: [{ name: 'baseline', source: 'none' }] },
       large: {
-        retrievers: [{ name: 'bm25', kind: 'bm25', k: 2 }, { name: 'bm25-k1', kind: 'bm25', k: 1 }, { name: 'bm25-k3', kind: 'bm25', k: 3 }, { name: 'bm25-k4', kind: 'bm25', k: 4 }],
+        retrievers: [
+          { name: 'bm25', kind: 'bm25', k: 2 },
+          { name: 'bm25-k1', kind: 'bm25', k: 1 },
+          { name: 'bm25-k3', kind: 'bm25', k: 3 },
+          { name: 'bm25-k4', kind: 'bm25', k: 4 },
+        ],
         shardSize: 1,
-        configurations: [{ name: 'baseline', source: 'none' }, { name: 'bm25', source: 'predictions' }, { name: 'again-a', source: 'none' }, { name: 'again-b', source: 'none' }],
+        configurations: [
+          { name: 'baseline', source: 'none' },
+          { name: 'bm25', source: 'predictions' },
+          { name: 'again-a', source: 'none' },
+          { name: 'again-b', source: 'none' },
+        ],
       },
     };
-    const seen: Record<string, { pipeline: HistoryCounts; evaluation: HistoryCounts; downstream: HistoryCounts; shards: number; pairs: number }> = {};
+    const seen: Record<
+      string,
+      { pipeline: HistoryCounts; evaluation: HistoryCounts; downstream: HistoryCounts; shards: number; pairs: number }
+    > = {};
     try {
       for (const [size, { retrievers, shardSize, configurations }] of Object.entries(sizes)) {
         const runId = `ds-history-${size}`;
@@ -140,7 +157,8 @@ describe('history bounds of evaluation and downstream under a pipeline (issue #1
     expect([small.shards, large.shards]).toEqual([1, 12]);
     expect([small.pairs, large.pairs]).toEqual([3, 12]);
     expect(large.pipeline.commandEvents).toBe(small.pipeline.commandEvents);
-    for (const run of [small, large]) for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
+    for (const run of [small, large])
+      for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
     for (const run of [small, large]) for (const h of [run.pipeline, run.evaluation, run.downstream]) expect(h.signals).toEqual({});
     // workflows/evaluation.ts and downstream.ts: 3 events per activity (scheduled, started, closed) plus its workflow
     // tasks, nothing per second of running.

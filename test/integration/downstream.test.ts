@@ -9,7 +9,15 @@ import type { WorkflowProgress } from '../../schemas/progress';
 import { git } from '../support/fixture-repos';
 import { startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../support/scripted-openai-server';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
-import { USAGE, agentScript, buildCalcFixture, calcDownstreamInput, identify, pythonWithPytest, type CalcFixture } from './downstream-fixture';
+import {
+  USAGE,
+  agentScript,
+  buildCalcFixture,
+  calcDownstreamInput,
+  identify,
+  pythonWithPytest,
+  type CalcFixture,
+} from './downstream-fixture';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-it-'));
 const dataDir = path.join(work, 'runs');
@@ -35,7 +43,10 @@ function runConfig(runId: string, downstream: Record<string, unknown>): Record<s
   return calcDownstreamInput({ runId, dataDir, fixture, baseUrl: server.baseUrl, python, concurrency: 2, downstream });
 }
 
-async function execute(workflowId: string, config: Record<string, unknown>): Promise<{ result: DownstreamResult; progress: WorkflowProgress }> {
+async function execute(
+  workflowId: string,
+  config: Record<string, unknown>,
+): Promise<{ result: DownstreamResult; progress: WorkflowProgress }> {
   const { client, close } = await testClient();
   try {
     const handle = await client.workflow.start('downstream', { taskQueue, workflowId, args: [config] });
@@ -88,8 +99,23 @@ describe('downstream stage on the real dev server', () => {
     // One row per (configuration, instance), instance-major, rounds and tokens exactly the scripted usage.
     const rows = await readParquetObjects(result.runs.uri);
     expect(result.runs).toMatchObject({ rows: 6, schema: 'downstream.runs', schemaVersion: 1 });
-    const gaveUp = { resolved: false, outcome: 'unresolved', rounds: 2, ...tokens(USAGE.explore, USAGE.giveUp), patchBytes: 0, endReason: 'no_tool_call', error: null };
-    const oracle = { resolved: true, outcome: 'resolved', rounds: 2, ...tokens(USAGE.fix, USAGE.submit), endReason: 'submitted', error: null };
+    const gaveUp = {
+      resolved: false,
+      outcome: 'unresolved',
+      rounds: 2,
+      ...tokens(USAGE.explore, USAGE.giveUp),
+      patchBytes: 0,
+      endReason: 'no_tool_call',
+      error: null,
+    };
+    const oracle = {
+      resolved: true,
+      outcome: 'resolved',
+      rounds: 2,
+      ...tokens(USAGE.fix, USAGE.submit),
+      endReason: 'submitted',
+      error: null,
+    };
     expect(rows.map((r) => [r.configuration, r.instanceId])).toEqual([
       ['baseline', 'acme__calc-1'],
       ['oracle', 'acme__calc-1'],
@@ -100,7 +126,13 @@ describe('downstream stage on the real dev server', () => {
     ]);
     expect(rows[0]).toMatchObject(gaveUp);
     expect(rows[2]).toMatchObject(gaveUp);
-    expect(rows[4]).toMatchObject({ resolved: true, outcome: 'resolved', rounds: 3, ...tokens(USAGE.search, USAGE.fixAfterSearch, USAGE.submitAfterSearch), endReason: 'submitted' });
+    expect(rows[4]).toMatchObject({
+      resolved: true,
+      outcome: 'resolved',
+      rounds: 3,
+      ...tokens(USAGE.search, USAGE.fixAfterSearch, USAGE.submitAfterSearch),
+      endReason: 'submitted',
+    });
     for (const i of [1, 3, 5]) expect(rows[i]).toMatchObject(oracle);
     for (const i of [1, 3, 4, 5]) expect(rows[i]!.patchBytes).toBeGreaterThan(0);
 
@@ -162,7 +194,12 @@ describe('downstream stage on the real dev server', () => {
     const prompts = server.requests.filter((r) => r.body && identify(r.body).round === 0).map((r) => identify(r.body!));
     expect(prompts).toHaveLength(6);
     expect(prompts.filter((p) => p.candidates.length === 0)).toHaveLength(3);
-    expect(prompts.filter((p) => p.candidates.length > 0).map((p) => [p.bug.id, p.candidates]).sort()).toEqual([
+    expect(
+      prompts
+        .filter((p) => p.candidates.length > 0)
+        .map((p) => [p.bug.id, p.candidates])
+        .sort(),
+    ).toEqual([
       ['acme__calc-1', ['calc/ops.py']],
       ['acme__calc-2', ['calc/text.py']],
       ['acme__calc-3', ['calc/units.py']],
@@ -177,7 +214,11 @@ describe('downstream stage on the real dev server', () => {
     expect(git(path.join(dataDir, 'repos', 'acme__calc.git'), 'worktree', 'list').split('\n')).toHaveLength(1);
 
     expect(progress.done).toBe(true);
-    expect(Object.fromEntries(Object.entries(progress.stages).map(([k, v]) => [k, v.status]))).toEqual({ plan: 'completed', runs: 'completed', summary: 'completed' });
+    expect(Object.fromEntries(Object.entries(progress.stages).map(([k, v]) => [k, v.status]))).toEqual({
+      plan: 'completed',
+      runs: 'completed',
+      summary: 'completed',
+    });
     expect(progress.stages.runs!.progress).toMatchObject({ done: 6, total: 6, unit: 'runs' });
 
     // Starting the stage again reuses every finished run: no model call, the same rows.
@@ -199,8 +240,20 @@ describe('downstream stage on the real dev server', () => {
       ].join('\n') + '\n',
     );
     const prediction = (instanceId: string, retriever: string, files: string[]) => ({
-      instanceId, retriever, answerFormat: 'codegrep', files, lineRanges: [], locations: [], turns: 2, toolCalls: 3, finishCalls: 0,
-      promptTokens: 1000, completionTokens: 50, answerValid: true, answerError: null, endReason: 'answer',
+      instanceId,
+      retriever,
+      answerFormat: 'codegrep',
+      files,
+      lineRanges: [],
+      locations: [],
+      turns: 2,
+      toolCalls: 3,
+      finishCalls: 0,
+      promptTokens: 1000,
+      completionTokens: 50,
+      answerValid: true,
+      answerError: null,
+      endReason: 'answer',
     });
     const parquet = await writeParquetArtifact({
       path: path.join(work, 'evaluation', 'predictions.parquet'),
@@ -233,12 +286,23 @@ describe('downstream stage on the real dev server', () => {
     const byPair = new Map(rows.map((r) => [`${r.configuration}/${r.instanceId}`, r]));
     // bm25 lists text.py first: the agent views it, then fixes ops.py (3 rounds); it has no line for calc-2,
     // which therefore runs with the issue unchanged and ends like the baseline.
-    expect(byPair.get('bm25 top-2/acme__calc-1')).toMatchObject({ resolved: true, rounds: 3, ...tokens(USAGE.viewWrong, USAGE.fix, USAGE.submit) });
+    expect(byPair.get('bm25 top-2/acme__calc-1')).toMatchObject({
+      resolved: true,
+      rounds: 3,
+      ...tokens(USAGE.viewWrong, USAGE.fix, USAGE.submit),
+    });
     expect(byPair.get('bm25 top-2/acme__calc-2')).toMatchObject({ resolved: false, outcome: 'unresolved', rounds: 2 });
     expect(byPair.get('codegrep-v3/acme__calc-1')).toMatchObject({ resolved: true, rounds: 2 });
     expect(byPair.get('codegrep-v3/acme__calc-2')).toMatchObject({ resolved: true, rounds: 2 });
     // The subset's order is the run order.
-    expect(rows.map((r) => r.instanceId)).toEqual(['acme__calc-2', 'acme__calc-2', 'acme__calc-2', 'acme__calc-1', 'acme__calc-1', 'acme__calc-1']);
+    expect(rows.map((r) => r.instanceId)).toEqual([
+      'acme__calc-2',
+      'acme__calc-2',
+      'acme__calc-2',
+      'acme__calc-1',
+      'acme__calc-1',
+      'acme__calc-1',
+    ]);
 
     const firstPrompts = server.requests
       .slice(requestsBefore)
@@ -246,18 +310,28 @@ describe('downstream stage on the real dev server', () => {
       .map((r) => r.body!.messages!.find((m) => m.role === 'user')!.content as string);
     // The block is appended to the issue after one blank line (App. E), inside the agent's issue section.
     const issue = 'add(2, 3) returns -1 instead of 5.\n\n';
-    expect(firstPrompts.filter((t) => t.includes(`${issue}<candidate_files>\n- calc/text.py\n- calc/ops.py\n</candidate_files>\n`))).toHaveLength(1);
+    expect(
+      firstPrompts.filter((t) => t.includes(`${issue}<candidate_files>\n- calc/text.py\n- calc/ops.py\n</candidate_files>\n`)),
+    ).toHaveLength(1);
     expect(firstPrompts.filter((t) => t.includes(`${issue}<candidate_files>\n- calc/ops.py\n</candidate_files>\n`))).toHaveLength(1);
     expect(firstPrompts.filter((t) => !t.includes('<candidate_files>'))).toHaveLength(1);
 
     const record = (configuration: string, instance: string) =>
-      DownstreamRunRecordSchema.parse(JSON.parse(readFileSync(path.join(dataDir, 'ds-predictions', 'downstream', 'runs', configuration, `${instance}.json`), 'utf8')));
+      DownstreamRunRecordSchema.parse(
+        JSON.parse(readFileSync(path.join(dataDir, 'ds-predictions', 'downstream', 'runs', configuration, `${instance}.json`), 'utf8')),
+      );
     const bm25Dir = readdirSync(path.join(dataDir, 'ds-predictions', 'downstream', 'runs')).find((d) => d.startsWith('bm25_top-2-'))!;
-    expect(record(bm25Dir, 'acme__calc-1').injection).toEqual({ files: ['calc/text.py', 'calc/ops.py'], dropped: [{ path: 'README.md', reason: 'beyond k = 2' }], hadPrediction: true });
+    expect(record(bm25Dir, 'acme__calc-1').injection).toEqual({
+      files: ['calc/text.py', 'calc/ops.py'],
+      dropped: [{ path: 'README.md', reason: 'beyond k = 2' }],
+      hadPrediction: true,
+    });
     expect(record(bm25Dir, 'acme__calc-2').injection).toEqual({ files: [], dropped: [], hadPrediction: false });
 
     const markdown = readFileSync(result.reportMarkdown, 'utf8');
-    expect(markdown).toContain(`bm25 top-2: predictions from ${jsonl} (jsonl), first 2 file(s); no prediction for 1 instance(s) (acme__calc-2), run with the issue unchanged; 1 unusable prediction row(s), first: line 2: invalid JSON`);
+    expect(markdown).toContain(
+      `bm25 top-2: predictions from ${jsonl} (jsonl), first 2 file(s); no prediction for 1 instance(s) (acme__calc-2), run with the issue unchanged; 1 unusable prediction row(s), first: line 2: invalid JSON`,
+    );
     expect(markdown).toContain(`codegrep-v3: predictions from ${parquet.uri} (parquet, retriever codegrep-v3).`);
   });
 
@@ -268,7 +342,12 @@ describe('downstream stage on the real dev server', () => {
       configurations: [{ name: 'baseline', source: 'none' }],
       instances: ['acme__calc-1'],
       // An outside agent that never ends: a shell and its background child, both pids written down.
-      agent: { kind: 'openhands', command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'], timeoutMs: 600_000, env: { PID_FILE: pidFile } },
+      agent: {
+        kind: 'openhands',
+        command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'],
+        timeoutMs: 600_000,
+        env: { PID_FILE: pidFile },
+      },
     });
     // Cancellation reaches an activity with its next heartbeat: a short heartbeat timeout keeps the test short.
     cfg.temporal = { activityTimeouts: { downstream: { heartbeatMs: 2_000 } } };
@@ -292,7 +371,9 @@ describe('downstream stage on the real dev server', () => {
       expect(pids.filter(alive)).toEqual([]);
       const downstreamDir = path.join(dataDir, runId, 'downstream');
       expect(existsSync(path.join(downstreamDir, 'runs', 'baseline', 'acme__calc-1.json'))).toBe(false);
-      expect(readdirSync(path.join(downstreamDir, 'checkouts'), { recursive: true }).filter((e) => String(e).split(path.sep).length > 1)).toEqual([]);
+      expect(
+        readdirSync(path.join(downstreamDir, 'checkouts'), { recursive: true }).filter((e) => String(e).split(path.sep).length > 1),
+      ).toEqual([]);
     } finally {
       await close();
     }
@@ -306,7 +387,12 @@ describe('downstream stage on the real dev server', () => {
       runConfig(runId, {
         configurations: [{ name: 'baseline', source: 'none' }],
         instances: ['acme__calc-1'],
-        agent: { kind: 'openhands', command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'], timeoutMs: 600_000, env: { PID_FILE: pidFile } },
+        agent: {
+          kind: 'openhands',
+          command: ['sh', '-c', 'sleep 300 & echo $! > "$PID_FILE"; echo $$ >> "$PID_FILE"; wait'],
+          timeoutMs: 600_000,
+          env: { PID_FILE: pidFile },
+        },
         runTimeoutMs: 1_500,
       }),
     );
@@ -332,7 +418,12 @@ describe('downstream stage on the real dev server', () => {
   it('fails at once, naming the config key, on a missing predictions file, an ambiguous Parquet, an unknown instance or a missing section', async () => {
     const missing = path.join(work, 'nowhere.jsonl');
     const withPredictions = (extra: Record<string, unknown>) =>
-      runConfig('ds-bad', { configurations: [{ name: 'baseline', source: 'none' }, { name: 'r', source: 'predictions', ...extra }] });
+      runConfig('ds-bad', {
+        configurations: [
+          { name: 'baseline', source: 'none' },
+          { name: 'r', source: 'predictions', ...extra },
+        ],
+      });
     expect(await failure('ds-bad/missing-file', withPredictions({ predictions: missing }))).toBe(
       `downstream.configurations.1.predictions (r): file ${missing} does not exist`,
     );
@@ -343,11 +434,15 @@ describe('downstream stage on the real dev server', () => {
     expect(await failure('ds-bad/unknown-retriever', withPredictions({ predictions: ambiguous, retriever: 'nope' }))).toBe(
       `downstream.configurations.1.retriever (r): ${ambiguous} has no rows of retriever "nope" (it has bm25, codegrep-v3)`,
     );
-    expect(await failure('ds-bad/no-file', withPredictions({}))).toContain('downstream.configurations.1 (r) has source "predictions" but no predictions file');
+    expect(await failure('ds-bad/no-file', withPredictions({}))).toContain(
+      'downstream.configurations.1 (r) has source "predictions" but no predictions file',
+    );
     expect(await failure('ds-bad/unknown-instance', runConfig('ds-bad', { instances: ['acme__calc-1', 'acme__calc-404'] }))).toContain(
       'downstream.instances: 1 id(s) are not valid instances of',
     );
-    expect(await failure('ds-bad/baseline', runConfig('ds-bad', { baseline: 'nope' }))).toContain('downstream.baseline: "nope" is not one of the configurations (baseline, oracle)');
+    expect(await failure('ds-bad/baseline', runConfig('ds-bad', { baseline: 'nope' }))).toContain(
+      'downstream.baseline: "nope" is not one of the configurations (baseline, oracle)',
+    );
     const { downstream: _omitted, ...withoutSection } = runConfig('ds-bad', {});
     expect(await failure('ds-bad/no-section', withoutSection)).toContain('downstream: required to run the downstream stage');
     // Nothing ran.

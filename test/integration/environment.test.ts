@@ -34,7 +34,15 @@ async function runPipeline(runId: string, extra: Record<string, unknown>): Promi
     const handle = await client.workflow.start('pipeline', {
       taskQueue,
       workflowId: `${runId}/pipeline`,
-      args: [{ runId, dataDir: path.join(work, 'runs'), stages: ['catm', 'environment'], inputs: { trajectories: trajectoriesPath, instances: instancesPath }, ...extra }],
+      args: [
+        {
+          runId,
+          dataDir: path.join(work, 'runs'),
+          stages: ['catm', 'environment'],
+          inputs: { trajectories: trajectoriesPath, instances: instancesPath },
+          ...extra,
+        },
+      ],
     });
     const outcome = await pipelineOutcome(handle);
     expect((await handle.describe()).status.name).toBe(outcome.failed ? 'FAILED' : 'COMPLETED');
@@ -53,7 +61,10 @@ async function run(runId: string, extra: Record<string, unknown>): Promise<Pipel
 describe('environment stage on the real dev server', () => {
   it('materializes a worktree per commit from local mirrors and derives ground truth with tree-sitter', async () => {
     const result = await run('env-ok', { environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } } });
-    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([['catm', 'completed'], ['environment', 'completed']]);
+    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([
+      ['catm', 'completed'],
+      ['environment', 'completed'],
+    ]);
     const env = result.environment!;
     expect(env.materialize).toMatchObject({ commits: 2, created: 2, failed: 0, repos: 1 });
 
@@ -89,11 +100,19 @@ describe('environment stage on the real dev server', () => {
       inputs: { trajectories: trajectoriesPath, instances: withMissing },
       environment: { repoSource: { kind: 'mirror-dir', dir: mirrors }, onUnavailable: 'skip' },
     });
-    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([['catm', 'completed'], ['environment', 'completed']]);
+    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([
+      ['catm', 'completed'],
+      ['environment', 'completed'],
+    ]);
     const env = result.environment!;
     expect(env.materialize).toMatchObject({ commits: 3, created: 2, failed: 1, droppedSamples: 1, onUnavailable: 'skip' });
     expect(env.materialize.dropped).toEqual([
-      { instanceId: 'acme__absent-1', repo: 'acme/absent', commit: orphan.base_commit, reason: expect.stringMatching(/no local mirror of acme\/absent/) },
+      {
+        instanceId: 'acme__absent-1',
+        repo: 'acme/absent',
+        commit: orphan.base_commit,
+        reason: expect.stringMatching(/no local mirror of acme\/absent/),
+      },
     ]);
     const droppedRows = await readParquetObjects(env.dropped!.uri);
     expect(droppedRows).toEqual([expect.objectContaining({ instanceId: 'acme__absent-1', repo: 'acme/absent' })]);
@@ -119,7 +138,9 @@ describe('environment stage on the real dev server', () => {
       environment: { repoSource: { kind: 'mirror-dir', dir: path.join(work, 'no-mirrors-here') }, onUnavailable: 'skip' },
     });
     expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
-    expect(result.outcomes[1]!.reason).toMatch(/no usable sample: none of the 2 commits could be materialized.*acme\/widgets.*environment\.repoSource/);
+    expect(result.outcomes[1]!.reason).toMatch(
+      /no usable sample: none of the 2 commits could be materialized.*acme\/widgets.*environment\.repoSource/,
+    );
     expect(failed).toBe(true);
   });
 

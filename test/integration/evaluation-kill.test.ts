@@ -26,7 +26,8 @@ async function waitFor(condition: () => boolean, timeoutMs: number, what: string
 }
 
 type Message = { role: string; content?: unknown };
-const issueOf = (body: ChatRequestBody | undefined) => String(((body?.messages ?? []) as Message[]).find((m) => m.role === 'user')?.content ?? '');
+const issueOf = (body: ChatRequestBody | undefined) =>
+  String(((body?.messages ?? []) as Message[]).find((m) => m.role === 'user')?.content ?? '');
 
 describe('evaluation shards survive a killed worker', () => {
   it('resumes on a new worker: finished shards are kept as they are, only the killed and the unstarted shards ask the endpoint', async () => {
@@ -81,7 +82,10 @@ describe('evaluation shards survive a killed worker', () => {
       const shardsRoot = path.join(work, 'runs', runId, 'evaluation', 'shards');
       const finished = () =>
         existsSync(shardsRoot)
-          ? (readdirSync(shardsRoot, { recursive: true }) as string[]).filter((f) => f.endsWith('.parquet.manifest.json')).map((f) => path.join(shardsRoot, f)).sort()
+          ? (readdirSync(shardsRoot, { recursive: true }) as string[])
+              .filter((f) => f.endsWith('.parquet.manifest.json'))
+              .map((f) => path.join(shardsRoot, f))
+              .sort()
           : [];
       // Kill while the third shard's first request is in flight.
       await waitFor(() => finished().length === 2 && llm.inFlight > 0, 120_000, 'two finished shards and a third one asking the endpoint');
@@ -113,7 +117,9 @@ describe('evaluation shards survive a killed worker', () => {
       const metrics = await readParquetObjects(result.metrics.uri);
       expect(metrics.map((m) => m.instanceId).sort()).toEqual(['acme__widgets-1', 'acme__widgets-2', 'acme__widgets-3', 'acme__widgets-4']);
       expect(metrics.every((m) => m.turns === 2 && m.failed === false)).toBe(true);
-      console.log(`kill and resume: ${askedBeforeKill} requests before the kill, ${afterKill.length} after; resumed in ${Date.now() - killedAt} ms`);
+      console.log(
+        `kill and resume: ${askedBeforeKill} requests before the kill, ${afterKill.length} after; resumed in ${Date.now() - killedAt} ms`,
+      );
     } finally {
       await close();
       await llm.close();

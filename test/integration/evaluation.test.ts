@@ -41,17 +41,25 @@ function script(body: ChatRequestBody) {
   const turn = turnOf(body);
   if (body.model === 'grep-agent') {
     if (gears && turn === 0) {
-      return reply.toolCalls([
-        { name: 'grep', arguments: { pattern: 'def circumference' } },
-        { name: 'glob', arguments: { pattern: 'widgets/*.py' } },
-      ], { usage: { prompt_tokens: 500, completion_tokens: 40 } });
+      return reply.toolCalls(
+        [
+          { name: 'grep', arguments: { pattern: 'def circumference' } },
+          { name: 'glob', arguments: { pattern: 'widgets/*.py' } },
+        ],
+        { usage: { prompt_tokens: 500, completion_tokens: 40 } },
+      );
     }
     if (gears) {
-      return reply.text('<answer>{"files": ["widgets/gears.py"], "line_ranges": [{"file": "widgets/gears.py", "start": 9, "end": 15}]}</answer>', {
-        usage: { prompt_tokens: 900, completion_tokens: 30 },
-      });
+      return reply.text(
+        '<answer>{"files": ["widgets/gears.py"], "line_ranges": [{"file": "widgets/gears.py", "start": 9, "end": 15}]}</answer>',
+        {
+          usage: { prompt_tokens: 900, completion_tokens: 30 },
+        },
+      );
     }
-    return reply.text('<answer>{"files": ["widgets/belts.py", "widgets/gears.py"]}</answer>', { usage: { prompt_tokens: 400, completion_tokens: 20 } });
+    return reply.text('<answer>{"files": ["widgets/belts.py", "widgets/gears.py"]}</answer>', {
+      usage: { prompt_tokens: 400, completion_tokens: 20 },
+    });
   }
   if (gears && turn === 0) return reply.toolCalls([{ name: 'terminal', arguments: { command: "rg -n 'def mesh' widgets" } }]);
   const locations = gears
@@ -70,8 +78,16 @@ beforeAll(async () => {
   writeFileSync(
     predictionsPath,
     [
-      { instance_id: 'acme__widgets-1', found_files: ['widgets/gears.py', 'tests/test_gears.py', 'widgets/__init__.py'], found_entities: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:Gear.size'] },
-      { instance_id: 'acme__widgets-2', found_files: ['widgets/gears.py', 'widgets/belts.py'], found_entities: ['widgets/belts.py:belt_length'] },
+      {
+        instance_id: 'acme__widgets-1',
+        found_files: ['widgets/gears.py', 'tests/test_gears.py', 'widgets/__init__.py'],
+        found_entities: ['widgets/gears.py:Gear.circumference', 'widgets/gears.py:Gear.size'],
+      },
+      {
+        instance_id: 'acme__widgets-2',
+        found_files: ['widgets/gears.py', 'widgets/belts.py'],
+        found_entities: ['widgets/belts.py:belt_length'],
+      },
     ]
       .map((line) => JSON.stringify(line))
       .join('\n') + '\n',
@@ -163,12 +179,32 @@ describe('evaluation stage on the real dev server', () => {
     // without, teeth. ("mesh()" → mesh, but the code has "mesha" from "mesh(a,"; "teeth." keeps its dot). The
     // only shared token is "gear", in all three files, so the shortest document wins: __init__.py (4 tokens),
     // then tests/test_gears.py (9), then gears.py. Gold {gears.py}: nothing in the top 2, found at rank 3.
-    expect(rowOf(predictions, 'bm25', 'acme__widgets-1').ranked).toEqual(['widgets/__init__.py', 'tests/test_gears.py', 'widgets/gears.py']);
-    expect(rowOf(metrics, 'bm25', 'acme__widgets-1')).toMatchObject({ filePrecision: 0, fileRecall: 0, fileFBeta: 0, fileF1: 0, accAt1: 0, accAt3: 1, accAt5: 1, moduleF1: null, turns: null, failed: false });
+    expect(rowOf(predictions, 'bm25', 'acme__widgets-1').ranked).toEqual([
+      'widgets/__init__.py',
+      'tests/test_gears.py',
+      'widgets/gears.py',
+    ]);
+    expect(rowOf(metrics, 'bm25', 'acme__widgets-1')).toMatchObject({
+      filePrecision: 0,
+      fileRecall: 0,
+      fileFBeta: 0,
+      fileF1: 0,
+      accAt1: 0,
+      accAt3: 1,
+      accAt5: 1,
+      moduleF1: null,
+      turns: null,
+      failed: false,
+    });
     // Instance 2's tokens (belt_length, ignores, the, pulley, circumference.) match no token of any file
     // ("belt_length(a," is "belt_lengtha"): every score is 0, and App. E's fallback returns files in insertion
     // (path) order. belts.py is third.
-    expect(rowOf(predictions, 'bm25', 'acme__widgets-2').ranked).toEqual(['tests/test_gears.py', 'widgets/__init__.py', 'widgets/belts.py', 'widgets/gears.py']);
+    expect(rowOf(predictions, 'bm25', 'acme__widgets-2').ranked).toEqual([
+      'tests/test_gears.py',
+      'widgets/__init__.py',
+      'widgets/belts.py',
+      'widgets/gears.py',
+    ]);
     expect(rowOf(metrics, 'bm25', 'acme__widgets-2')).toMatchObject({ fileFBeta: 0, accAt1: 0, accAt3: 1, accAt5: 1 });
   });
 
@@ -190,11 +226,25 @@ describe('evaluation stage on the real dev server', () => {
     // Instance 1: top-2 files {gears, test_gears} vs {gears}: P 1/2, R 1. Modules derived from the entities:
     // {gears:Gear} = gold. Functions {Gear.circumference, Gear.size} vs {Gear.circumference, mesh}: 1/2, 1/2.
     const one = rowOf(metrics, 'locagent', 'acme__widgets-1');
-    expect(one).toMatchObject({ filePrecision: 0.5, fileRecall: 1, moduleF1: 1, functionPrecision: 0.5, functionRecall: 0.5, functionF1: 0.5, accAt1: 1, accAt3: 1, accAt5: 1 });
+    expect(one).toMatchObject({
+      filePrecision: 0.5,
+      fileRecall: 1,
+      moduleF1: 1,
+      functionPrecision: 0.5,
+      functionRecall: 0.5,
+      functionF1: 0.5,
+      accAt1: 1,
+      accAt3: 1,
+      accAt5: 1,
+    });
     // Instance 2: {gears, belts} vs {belts}; no class → no modules on either side (F1 1); belt_length found.
     const two = rowOf(metrics, 'locagent', 'acme__widgets-2');
     expect(two).toMatchObject({ filePrecision: 0.5, fileRecall: 1, moduleF1: 1, functionF1: 1, accAt1: 0, accAt3: 1, accAt5: 1 });
-    expect(rowOf(predictions, 'locagent', 'acme__widgets-1').ranked).toEqual(['widgets/gears.py', 'tests/test_gears.py', 'widgets/__init__.py']);
+    expect(rowOf(predictions, 'locagent', 'acme__widgets-1').ranked).toEqual([
+      'widgets/gears.py',
+      'tests/test_gears.py',
+      'widgets/__init__.py',
+    ]);
   });
 
   it('runs the agent retrievers against the endpoint with real tools, and scores answers, line ranges and locations', () => {
@@ -215,7 +265,12 @@ describe('evaluation stage on the real dev server', () => {
     // Instance 2: {belts, gears} vs {belts}; no ranges against one gold range → 0; answered in 1 turn.
     const g2 = rowOf(metrics, 'grep-agent', 'acme__widgets-2');
     expect(g2).toMatchObject({ filePrecision: 0.5, fileRecall: 1, lineRangeFBeta: 0, turns: 1, toolCalls: 0 });
-    expect(rowOf(predictions, 'grep-agent', 'acme__widgets-1')).toMatchObject({ promptTokens: 1400, completionTokens: 70, answerValid: true, endReason: 'answer' });
+    expect(rowOf(predictions, 'grep-agent', 'acme__widgets-1')).toMatchObject({
+      promptTokens: 1400,
+      completionTokens: 70,
+      answerValid: true,
+      endReason: 'answer',
+    });
 
     // scout-agent: every level exact for both instances.
     for (const id of ['acme__widgets-1', 'acme__widgets-2']) {
@@ -232,7 +287,12 @@ describe('evaluation stage on the real dev server', () => {
     const byName = Object.fromEntries(result.summaryValues.retrievers.map((r) => [r.name, r]));
     // grep-agent: Fβ (1 + 5/9)/2 = 7/9; P (1 + 1/2)/2; R 1; one of two ≥ 0.8; turns (2 + 1)/2.
     expect(byName['grep-agent']!.table2.fBetaMean.value).toBeCloseTo(7 / 9, 12);
-    expect(byName['grep-agent']!.table2).toMatchObject({ precision: { value: 0.75 }, recall: { value: 1 }, shareHighQuality: { value: 0.5 }, turns: 1.5 });
+    expect(byName['grep-agent']!.table2).toMatchObject({
+      precision: { value: 0.75 },
+      recall: { value: 1 },
+      shareHighQuality: { value: 0.5 },
+      turns: 1.5,
+    });
     expect(byName['locagent']!.accuracyAtK!.map((a) => a.value.value)).toEqual([0.5, 1, 1]);
     expect(byName['locagent']!.table3.function!.f1.value).toBeCloseTo(0.75, 12);
     expect(byName['bm25']!.table3.module).toBeNull();
@@ -328,7 +388,12 @@ describe('evaluation stage on the real dev server', () => {
       });
       // WorkflowFailedError ← ActivityFailure (planEvaluation) ← the non-retryable ApplicationFailure.
       await expect(run).rejects.toMatchObject({
-        cause: { cause: { type: 'InvalidInput', message: expect.stringContaining('evaluation.instances: nope-9 are not samples with ground truth') } },
+        cause: {
+          cause: {
+            type: 'InvalidInput',
+            message: expect.stringContaining('evaluation.instances: nope-9 are not samples with ground truth'),
+          },
+        },
       });
     } finally {
       await close();

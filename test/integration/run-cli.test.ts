@@ -41,7 +41,11 @@ function codegrep(...args: string[]): Promise<{ code: number; stdout: string; st
     execFile(
       process.execPath,
       ['--import', 'tsx', path.join(repoRoot, 'cli/main.ts'), ...args],
-      { cwd: repoRoot, env: { ...process.env, CODEGREP_TEMPORAL_ADDRESS: temporalAddress(), CODEGREP_TASK_QUEUE: taskQueue }, timeout: 180_000 },
+      {
+        cwd: repoRoot,
+        env: { ...process.env, CODEGREP_TEMPORAL_ADDRESS: temporalAddress(), CODEGREP_TASK_QUEUE: taskQueue },
+        timeout: 180_000,
+      },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
     );
   });

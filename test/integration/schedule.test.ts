@@ -79,7 +79,15 @@ beforeAll(async () => {
     const environment: PipelineResult = await client.workflow.execute('pipeline', {
       taskQueue,
       workflowId: `${runId}/pipeline`,
-      args: [{ runId, dataDir: path.join(work, 'runs'), stages: ['catm', 'environment'], inputs: { trajectories: path.join(work, 'trajectories.jsonl'), instances: path.join(work, 'instances.jsonl') }, environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } } }],
+      args: [
+        {
+          runId,
+          dataDir: path.join(work, 'runs'),
+          stages: ['catm', 'environment'],
+          inputs: { trajectories: path.join(work, 'trajectories.jsonl'), instances: path.join(work, 'instances.jsonl') },
+          environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } },
+        },
+      ],
     });
     expect(environment.outcomes.map((o) => o.status)).toEqual(['completed', 'completed']);
   } finally {
@@ -95,7 +103,20 @@ describe('codegrep schedule on the real dev server', () => {
   it('create (paused) → list → trigger runs an evaluation → pause / unpause → delete', async () => {
     const { client, close } = await testClient();
     try {
-      const created = await codegrep('schedule', 'create', scheduleName, '--config', configFile, '--cron', '0 3 * * *', '--catchup-window', '1h', '--paused', '--note', 'made by the test');
+      const created = await codegrep(
+        'schedule',
+        'create',
+        scheduleName,
+        '--config',
+        configFile,
+        '--cron',
+        '0 3 * * *',
+        '--catchup-window',
+        '1h',
+        '--paused',
+        '--note',
+        'made by the test',
+      );
       expect(created.out).toContain(`schedule ${scheduleName} created (paused)`);
       expect(created.code).toBe(0);
 
@@ -103,8 +124,16 @@ describe('codegrep schedule on the real dev server', () => {
       const described = await handle.describe();
       expect(described.state).toMatchObject({ paused: true, note: 'made by the test' });
       expect(described.policies).toMatchObject({ overlap: 'SKIP', catchupWindow: 3_600_000, pauseOnFailure: true });
-      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'evaluation', taskQueue, workflowId: `${runId}/evaluation` });
-      const scheduledConfig = described.action.args![0] as { evaluation: { outputPerRun: boolean; retrievers: { path?: string }[] }; runDir: string };
+      expect(described.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'evaluation',
+        taskQueue,
+        workflowId: `${runId}/evaluation`,
+      });
+      const scheduledConfig = described.action.args![0] as {
+        evaluation: { outputPerRun: boolean; retrievers: { path?: string }[] };
+        runDir: string;
+      };
       expect(scheduledConfig.evaluation.outputPerRun).toBe(true);
       expect(scheduledConfig.evaluation.retrievers[1]!.path).toBe(path.join(work, 'outside.jsonl'));
       expect(scheduledConfig.runDir).toBe(path.join(work, 'runs', runId));
@@ -129,7 +158,11 @@ describe('codegrep schedule on the real dev server', () => {
 
       // trigger runs the action at once, paused or not.
       expect((await codegrep('schedule', 'trigger', scheduleName)).code).toBe(0);
-      const withRun = await eventually(() => handle.describe(), (d) => d.info.recentActions.length > 0, 'the triggered run');
+      const withRun = await eventually(
+        () => handle.describe(),
+        (d) => d.info.recentActions.length > 0,
+        'the triggered run',
+      );
       const workflowId = withRun.info.recentActions[0]!.action.workflow.workflowId;
       expect(workflowId.startsWith(`${runId}/evaluation-`)).toBe(true);
       const result: EvaluationResult = await client.workflow.getHandle(workflowId).result();
@@ -176,7 +209,13 @@ describe('codegrep schedule on the real dev server', () => {
     expect(noSpec.out).toContain('needs --cron');
     expect(() => checkScheduleName('../x')).toThrow(/schedule name "\.\.\/x"/);
     const missing = path.join(work, 'missing.yaml');
-    writeFileSync(missing, toYaml({ inputs: { trajectories: 'trajectories.jsonl', instances: 'instances.jsonl' }, evaluation: { retrievers: [{ name: 'x', kind: 'predictions', path: 'nope.jsonl' }] } }));
+    writeFileSync(
+      missing,
+      toYaml({
+        inputs: { trajectories: 'trajectories.jsonl', instances: 'instances.jsonl' },
+        evaluation: { retrievers: [{ name: 'x', kind: 'predictions', path: 'nope.jsonl' }] },
+      }),
+    );
     expect(() => prepareScheduledConfig(missing, 'bad-path')).toThrow(/evaluation\.retrievers\.0\.path: predictions file .*nope\.jsonl/);
     const { client, close } = await testClient();
     try {

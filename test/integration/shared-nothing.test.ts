@@ -58,7 +58,10 @@ beforeAll(async () => {
   trajectoriesPath = path.join(work, 'trajectories.jsonl');
   writeFileSync(instancesPath, instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
   writeFileSync(trajectoriesPath, '');
-  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+  });
   for (const n of [A, B, C]) mkdirSync(n.data, { recursive: true });
   ({ stop: stopCpuWorker } = await startWorker(cpuQueue));
   ({ client, close: closeClient } = await testClient());
@@ -119,12 +122,16 @@ describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (i
     onTestFailed(() => {
       const tail = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(none)');
       console.error(`--- gpu workers ---\n${tail(gpuLog)}`);
-      for (const n of [B, C]) for (const f of tree(segmentDir(n.data)).filter((f) => f.endsWith('.stderr.log'))) console.error(`--- ${n.data} ${f} ---\n${tail(path.join(segmentDir(n.data), f))}`);
+      for (const n of [B, C])
+        for (const f of tree(segmentDir(n.data)).filter((f) => f.endsWith('.stderr.log')))
+          console.error(`--- ${n.data} ${f} ---\n${tail(path.join(segmentDir(n.data), f))}`);
     });
     const started = Date.now();
     const timings: Record<string, number> = {};
     const store = openArtifactStore(STORE);
-    gpuWorkers.push(await spawnGpuWorkerProcess(gpuQueue, { ...gpuEnv, CODEGREP_DATA_DIR: B.data, CODEGREP_ARTIFACT_CACHE: B.cache }, gpuLog));
+    gpuWorkers.push(
+      await spawnGpuWorkerProcess(gpuQueue, { ...gpuEnv, CODEGREP_DATA_DIR: B.data, CODEGREP_ARTIFACT_CACHE: B.cache }, gpuLog),
+    );
     timings.gpuWorkerB = Date.now() - started;
 
     const handle = await client.workflow.start('pipeline', {
@@ -163,20 +170,32 @@ describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (i
     });
 
     // Node B trains until a checkpoint past step 1 is committed to the store (its marker is the commit record).
-    await waitFor(async () => (await storedCheckpointSteps(store, runId)).some((s) => s >= 2), 400_000, 'a checkpoint of step >= 2 in the store');
+    await waitFor(
+      async () => (await storedCheckpointSteps(store, runId)).some((s) => s >= 2),
+      400_000,
+      'a checkpoint of step >= 2 in the store',
+    );
     timings.firstCheckpointsPushed = Date.now() - started;
     // The node dies: its worker and its trainer (a dead machine leaves neither running).
     await killWorkerProcess(gpuWorkers.shift()!);
     killTrainerOf(B.data);
     const inStore = await storedCheckpointSteps(store, runId);
-    const stepsOnB = stdoutEvents(B.data, 1).filter((e) => e.event === 'step').map((e) => e.step!);
-    gpuWorkers.push(await spawnGpuWorkerProcess(gpuQueue, { ...gpuEnv, CODEGREP_DATA_DIR: C.data, CODEGREP_ARTIFACT_CACHE: C.cache }, gpuLog));
+    const stepsOnB = stdoutEvents(B.data, 1)
+      .filter((e) => e.event === 'step')
+      .map((e) => e.step!);
+    gpuWorkers.push(
+      await spawnGpuWorkerProcess(gpuQueue, { ...gpuEnv, CODEGREP_DATA_DIR: C.data, CODEGREP_ARTIFACT_CACHE: C.cache }, gpuLog),
+    );
     timings.killedAndReplaced = Date.now() - started;
 
     const result = (await handle.result()) as PipelineResult;
     timings.pipelineDone = Date.now() - started;
-    console.log(`shared-nothing timings (ms since start): ${JSON.stringify(timings)}; store checkpoints at the kill: ${inStore.join(',')}; steps node B logged: ${stepsOnB.join(',')}`);
-    expect(result.outcomes).toEqual(['catm', 'environment', 'training', 'evaluation'].map((stage) => ({ stage, status: 'completed', reason: null })));
+    console.log(
+      `shared-nothing timings (ms since start): ${JSON.stringify(timings)}; store checkpoints at the kill: ${inStore.join(',')}; steps node B logged: ${stepsOnB.join(',')}`,
+    );
+    expect(result.outcomes).toEqual(
+      ['catm', 'environment', 'training', 'evaluation'].map((stage) => ({ stage, status: 'completed', reason: null })),
+    );
     expect(result.training!.step).toBe(6);
     expect(result.training!.report.missingSteps).toEqual([]);
     expect((await readParquetObjects(result.training!.report.metrics.uri)).map((r) => r.step)).toEqual(range(1, 6));
@@ -197,9 +216,15 @@ describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (i
     expect(segment.metrics!.uri).toBe(`${STORE}/${runId}/training/metrics/segment-0001.parquet`);
     // C's trainer resumed at that step and did only the steps after it.
     expect(stdoutEvents(C.data, 2).find((e) => e.event === 'resumed')?.step).toBe(resumedAt);
-    expect(stdoutEvents(C.data, 2).filter((e) => e.event === 'step').map((e) => e.step)).toEqual(range(resumedAt + 1, 6));
+    expect(
+      stdoutEvents(C.data, 2)
+        .filter((e) => e.event === 'step')
+        .map((e) => e.step),
+    ).toEqual(range(resumedAt + 1, 6));
     // B's log, pulled from the store: every step up to the checkpoint C resumed from (a line B wrote after its last push may be missing).
-    const pulled = stdoutEvents(C.data, 1).filter((e) => e.event === 'step').map((e) => e.step!);
+    const pulled = stdoutEvents(C.data, 1)
+      .filter((e) => e.event === 'step')
+      .map((e) => e.step!);
     expect(pulled).toEqual(stepsOnB.slice(0, pulled.length));
     expect(pulled.slice(0, resumedAt)).toEqual(range(1, resumedAt));
 

@@ -81,7 +81,11 @@ async function gpuWorkerPolls(settings: Partial<TemporalConnectionSettings>): Pr
   try {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const response = await client.workflowService.describeTaskQueue({ namespace: 'codegrep', taskQueue: { name: taskQueue }, taskQueueType: 2 });
+      const response = await client.workflowService.describeTaskQueue({
+        namespace: 'codegrep',
+        taskQueue: { name: taskQueue },
+        taskQueueType: 2,
+      });
       if ((response.pollers ?? []).length > 0) break;
       if (Date.now() > deadline) throw new Error(`the GPU worker never polled ${taskQueue} through ${settings.address}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -120,16 +124,32 @@ describe('TLS with a private CA and a server name', () => {
   });
 
   it('a CA that did not sign the server certificate is TemporalServerCertificateError, for the client and the worker', async () => {
-    await expectRejects(connectClient(tlsTo(tlsProxy, { caFile: certs.otherCaCert }), { connectTimeout: 4_000 }), TemporalServerCertificateError, /do not trust/);
-    await expectRejects(connectWorkerConnection(tlsTo(tlsProxy, { caFile: certs.otherCaCert })), TemporalServerCertificateError, /do not trust/);
+    await expectRejects(
+      connectClient(tlsTo(tlsProxy, { caFile: certs.otherCaCert }), { connectTimeout: 4_000 }),
+      TemporalServerCertificateError,
+      /do not trust/,
+    );
+    await expectRejects(
+      connectWorkerConnection(tlsTo(tlsProxy, { caFile: certs.otherCaCert })),
+      TemporalServerCertificateError,
+      /do not trust/,
+    );
   });
 
   it('a server name the certificate does not carry is TemporalServerCertificateError', async () => {
-    await expectRejects(connectClient(tlsTo(tlsProxy, { serverName: 'elsewhere.test' }), { connectTimeout: 4_000 }), TemporalServerCertificateError, /CODEGREP_TEMPORAL_SERVER_NAME/);
+    await expectRejects(
+      connectClient(tlsTo(tlsProxy, { serverName: 'elsewhere.test' }), { connectTimeout: 4_000 }),
+      TemporalServerCertificateError,
+      /CODEGREP_TEMPORAL_SERVER_NAME/,
+    );
   });
 
   it('plaintext against the TLS port, and a port nothing listens on, are TemporalUnreachableError', async () => {
-    await expectRejects(connectClient({ address: tlsProxy.address, tls: false }, { connectTimeout: 3_000 }), TemporalUnreachableError, /CODEGREP_TEMPORAL_TLS=1/);
+    await expectRejects(
+      connectClient({ address: tlsProxy.address, tls: false }, { connectTimeout: 3_000 }),
+      TemporalUnreachableError,
+      /CODEGREP_TEMPORAL_TLS=1/,
+    );
     const closed = await startTlsGrpcProxy({ upstream: temporalAddress(), cert: certs.serverCert, key: certs.serverKey });
     await closed.close();
     await expectRejects(connectClient(tlsTo(closed), { connectTimeout: 3_000 }), TemporalUnreachableError, new RegExp(closed.address));
@@ -137,12 +157,24 @@ describe('TLS with a private CA and a server name', () => {
 
   it('a CA file that does not exist is TemporalTlsFileError naming the file and its variable, before any network call', async () => {
     const missing = path.join(work, 'no-such-ca.pem');
-    await expectRejects(connectClient(tlsTo(tlsProxy, { caFile: missing })), TemporalTlsFileError, new RegExp(`${missing}.*CODEGREP_TEMPORAL_TLS_CA.*no such file`));
-    await expectRejects(connectClient(tlsTo(tlsProxy, { certFile: certs.clientCert })), TemporalTlsFileError, /CODEGREP_TEMPORAL_TLS_KEY is not set/);
+    await expectRejects(
+      connectClient(tlsTo(tlsProxy, { caFile: missing })),
+      TemporalTlsFileError,
+      new RegExp(`${missing}.*CODEGREP_TEMPORAL_TLS_CA.*no such file`),
+    );
+    await expectRejects(
+      connectClient(tlsTo(tlsProxy, { certFile: certs.clientCert })),
+      TemporalTlsFileError,
+      /CODEGREP_TEMPORAL_TLS_KEY is not set/,
+    );
   });
 
   it('the CLI (status, schedule list) connects through the same settings from the environment, and names a missing file', async () => {
-    const env = { CODEGREP_TEMPORAL_ADDRESS: tlsProxy.address, CODEGREP_TEMPORAL_TLS_CA: certs.caCert, CODEGREP_TEMPORAL_SERVER_NAME: 'temporal.test' };
+    const env = {
+      CODEGREP_TEMPORAL_ADDRESS: tlsProxy.address,
+      CODEGREP_TEMPORAL_TLS_CA: certs.caCert,
+      CODEGREP_TEMPORAL_SERVER_NAME: 'temporal.test',
+    };
     const status = await codegrep(env, 'status', 'no-such-run');
     expect(status.stderr).toContain('no workflow no-such-run/pipeline in namespace codegrep');
     expect(status.code).toBe(1);
@@ -167,7 +199,11 @@ describe('mTLS: the proxy demands a client certificate from our CA', () => {
   });
 
   it('no client certificate, or one from another CA, is TemporalCredentialsRejectedError for the client and the worker', async () => {
-    await expectRejects(connectClient(tlsTo(mtlsProxy), { connectTimeout: 5_000 }), TemporalCredentialsRejectedError, /refused our credentials/);
+    await expectRejects(
+      connectClient(tlsTo(mtlsProxy), { connectTimeout: 5_000 }),
+      TemporalCredentialsRejectedError,
+      /refused our credentials/,
+    );
     await expectRejects(
       connectClient(tlsTo(mtlsProxy, { certFile: certs.strangerClientCert, keyFile: certs.strangerClientKey }), { connectTimeout: 5_000 }),
       TemporalCredentialsRejectedError,
@@ -190,13 +226,22 @@ describe('API key', () => {
   });
 
   it('a key the server does not accept is TemporalCredentialsRejectedError naming CODEGREP_TEMPORAL_API_KEY', async () => {
-    await expectRejects(connectClient(tlsTo(keyProxy, { apiKey: 'wrong-key' })), TemporalCredentialsRejectedError, /CODEGREP_TEMPORAL_API_KEY/);
+    await expectRejects(
+      connectClient(tlsTo(keyProxy, { apiKey: 'wrong-key' })),
+      TemporalCredentialsRejectedError,
+      /CODEGREP_TEMPORAL_API_KEY/,
+    );
     await expectRejects(connectClient(tlsTo(keyProxy)), TemporalCredentialsRejectedError, /refused our credentials/);
   });
 
   it('the CLI sends CODEGREP_TEMPORAL_API_KEY', async () => {
     keyProxy.authorizations.length = 0;
-    const env = { CODEGREP_TEMPORAL_ADDRESS: keyProxy.address, CODEGREP_TEMPORAL_TLS_CA: certs.caCert, CODEGREP_TEMPORAL_SERVER_NAME: 'temporal.test', CODEGREP_TEMPORAL_API_KEY: API_KEY };
+    const env = {
+      CODEGREP_TEMPORAL_ADDRESS: keyProxy.address,
+      CODEGREP_TEMPORAL_TLS_CA: certs.caCert,
+      CODEGREP_TEMPORAL_SERVER_NAME: 'temporal.test',
+      CODEGREP_TEMPORAL_API_KEY: API_KEY,
+    };
     const status = await codegrep(env, 'status', 'no-such-run');
     expect(status.stderr).toContain('no workflow no-such-run/pipeline');
     expect(keyProxy.authorizations).toContain(`Bearer ${API_KEY}`);

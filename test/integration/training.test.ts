@@ -43,7 +43,10 @@ beforeAll(async () => {
   const trajectoriesPath = path.join(work, 'trajectories.jsonl');
   writeFileSync(instancesPath, instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
   writeFileSync(trajectoriesPath, '');
-  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync(path.join(repoRoot, '.venv/bin/python'), ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+  });
   ({ stop: stopCpuWorker } = await startWorker(cpuQueue));
   ({ client, close: closeClient } = await testClient());
   // The earlier stages for real: CATM samples, then worktrees and ground truth.
@@ -135,14 +138,22 @@ async function metricSteps(result: TrainingResult): Promise<number[]> {
 async function segmentSteps(runId: string): Promise<Record<string, number[]>> {
   const dir = path.join(runDir(runId), 'training', 'metrics');
   const out: Record<string, number[]> = {};
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.parquet')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith('.parquet'))
+    .sort()) {
     out[name] = (await readParquetObjects(path.join(dir, name))).map((row) => row.step as number);
   }
   return out;
 }
 
 function stdoutEvents(runId: string, segment: number, attempt: number): { event: string; step?: number }[] {
-  const file = path.join(runDir(runId), 'training', 'segments', `segment-${String(segment).padStart(4, '0')}`, `attempt-${String(attempt).padStart(2, '0')}.stdout.jsonl`);
+  const file = path.join(
+    runDir(runId),
+    'training',
+    'segments',
+    `segment-${String(segment).padStart(4, '0')}`,
+    `attempt-${String(attempt).padStart(2, '0')}.stdout.jsonl`,
+  );
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
@@ -170,7 +181,11 @@ function explainFailure(runId: string): void {
     const tail = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(none)');
     const segments = path.join(runDir(runId), 'training', 'segments');
     const logs = existsSync(segments)
-      ? readdirSync(segments).flatMap((s) => readdirSync(path.join(segments, s)).filter((f) => f.endsWith('.stderr.log')).map((f) => path.join(segments, s, f)))
+      ? readdirSync(segments).flatMap((s) =>
+          readdirSync(path.join(segments, s))
+            .filter((f) => f.endsWith('.stderr.log'))
+            .map((f) => path.join(segments, s, f)),
+        )
       : [];
     console.error(`--- gpu worker log ---\n${tail(gpuLog)}`);
     for (const log of logs) console.error(`--- ${log} ---\n${tail(log)}`);
@@ -178,7 +193,7 @@ function explainFailure(runId: string): void {
 }
 
 describe('training on the real dev server with the GPU worker on CPU', () => {
-  it('a pipeline\'s history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (issue #12)', async () => {
+  it("a pipeline's history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (issue #12)", async () => {
     const histories: Record<number, { pipeline: HistoryCounts; training: HistoryCounts }> = {};
     const [fewSteps, manySteps] = [3, LONG_RUN_STEPS];
     for (const steps of [fewSteps, manySteps]) {
@@ -193,10 +208,17 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
         progressEveryMs: 2,
         limits: { maxTurns: 1, maxNewTokens: 8, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
       });
-      const result = (await client.workflow.execute('pipeline', { taskQueue: cpuQueue, workflowId: `${runId}/pipeline`, args: [input] })) as PipelineResult;
+      const result = (await client.workflow.execute('pipeline', {
+        taskQueue: cpuQueue,
+        workflowId: `${runId}/pipeline`,
+        args: [input],
+      })) as PipelineResult;
       expect(result.outcomes).toEqual([{ stage: 'training', status: 'completed', reason: null }]);
       expect(result.training!.step).toBe(steps);
-      histories[steps] = { pipeline: await historyCounts(client, `${runId}/pipeline`), training: await historyCounts(client, `${runId}/training`) };
+      histories[steps] = {
+        pipeline: await historyCounts(client, `${runId}/pipeline`),
+        training: await historyCounts(client, `${runId}/training`),
+      };
       const shown = await client.workflow.getHandle(`${runId}/training`).query<WorkflowProgress>('progress');
       expect(shown.stages.training!.progress).toMatchObject({ done: steps, total: steps, unit: 'steps' });
     }
@@ -205,7 +227,8 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     const many = histories[manySteps]!;
     expect(many.pipeline.signals).toEqual({});
     expect(many.pipeline.commandEvents).toBe(few.pipeline.commandEvents);
-    for (const h of [few.pipeline, few.training, many.pipeline, many.training]) expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
+    for (const h of [few.pipeline, few.training, many.pipeline, many.training])
+      expect(h.workflowTaskEvents).toBeLessThanOrEqual(3 * h.commandEvents);
     // The bound of workflows/training.ts: at most 2 trainingProgress signals per step, nothing else signals.
     expect(Object.keys(many.training.signals).filter((name) => name !== 'trainingProgress')).toEqual([]);
     expect(many.training.signals.trainingProgress ?? 0).toBeGreaterThan(0);
@@ -223,7 +246,10 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
       // 10 steps leave room after both interruptions on a fast machine (with 6, the first attempt once reached step 5).
       args: [trainingInput(runId, { steps: lastStep, segmentSteps: lastStep })],
     });
-    const steps = (attempt: number) => stdoutEvents(runId, 1, attempt).filter((e) => e.event === 'step').map((e) => e.step!);
+    const steps = (attempt: number) =>
+      stdoutEvents(runId, 1, attempt)
+        .filter((e) => e.event === 'step')
+        .map((e) => e.step!);
 
     // 1. A graceful stop (SIGTERM to the worker, as on a node drain): after shutdownGraceTime the segment is
     //    cancelled, its trainer checkpoints and exits, and the attempt fails so that another worker retries it.
@@ -270,7 +296,14 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     const report = readFileSync(result.report.html, 'utf8');
     expect(report).toContain('SMOKE RUN');
     expect(report).toContain('<svg');
-    expect(result.report.plots.map((p) => path.basename(p))).toEqual(['reward.svg', 'kl.svg', 'turns.svg', 'completion-length.svg', 'grad-norm.svg', 'clipping-ratio.svg']);
+    expect(result.report.plots.map((p) => path.basename(p))).toEqual([
+      'reward.svg',
+      'kl.svg',
+      'turns.svg',
+      'completion-length.svg',
+      'grad-norm.svg',
+      'clipping-ratio.svg',
+    ]);
   });
 
   it('pause stops the trainer at a checkpoint, the budget update is validated, resume trains exactly to the new budget (through the CLI)', async () => {
@@ -290,10 +323,14 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
 
     const pause = await codegrep('training', 'pause', runId);
     expect(pause.stdout).toContain(`codegrep: pause sent to ${runId}/training`);
-    const paused = await waitFor(async () => {
-      const s = await status(handle);
-      return s.state === 'paused' && !s.segmentRunning ? s : null;
-    }, 120_000, 'the paused state with no segment running');
+    const paused = await waitFor(
+      async () => {
+        const s = await status(handle);
+        return s.state === 'paused' && !s.segmentRunning ? s : null;
+      },
+      120_000,
+      'the paused state with no segment running',
+    );
     expect(paused.checkpointStep).toBe(paused.step);
     expect(existsSync(path.join(runDir(runId), 'training', 'trainer.pid.json'))).toBe(false);
     await new Promise((r) => setTimeout(r, 3_000));
@@ -333,10 +370,16 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
       workflowId: `${runId}/training`,
       args: [trainingInput(runId, { steps: 40, segmentSteps: 40 })],
     });
-    const at = (await waitFor(async () => {
-      const s = await status(handle);
-      return s.step >= 1 ? s : null;
-    }, 200_000, 'step 1')).step;
+    const at = (
+      await waitFor(
+        async () => {
+          const s = await status(handle);
+          return s.step >= 1 ? s : null;
+        },
+        200_000,
+        'step 1',
+      )
+    ).step;
     const updated = await handle.executeUpdate<TrainingStatus, [number]>('setStepBudget', { args: [at + 2] });
     expect(updated.budget).toBe(at + 2);
     const result = (await handle.result()) as TrainingResult;
@@ -370,7 +413,9 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     expect(await metricSteps(result)).toEqual(range(1, result.step));
     const checkpoints = readdirSync(path.join(runDir(runId), 'training', 'trainer', 'checkpoints')).filter((n) => n.startsWith('step-'));
     expect(checkpoints).toContain(`step-${String(result.step).padStart(8, '0')}`);
-    expect(result.checkpoint).toBe(path.join(runDir(runId), 'training', 'trainer', 'checkpoints', `step-${String(result.step).padStart(8, '0')}`));
+    expect(result.checkpoint).toBe(
+      path.join(runDir(runId), 'training', 'trainer', 'checkpoints', `step-${String(result.step).padStart(8, '0')}`),
+    );
     const markdown = readFileSync(result.report.markdown, 'utf8');
     expect(markdown).toContain(`| steps done / budget | ${result.step} / 40 (stopped early at a checkpoint) |`);
     expect(markdown).toContain('SMOKE RUN');
@@ -384,7 +429,10 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
       workflowId: `${runId}/training`,
       args: [trainingInput(runId, { steps: 4, segmentSteps: 4, gpus: 2 })],
     });
-    const steps = (attempt: number) => stdoutEvents(runId, 1, attempt).filter((e) => e.event === 'step').map((e) => e.step!);
+    const steps = (attempt: number) =>
+      stdoutEvents(runId, 1, attempt)
+        .filter((e) => e.event === 'step')
+        .map((e) => e.step!);
     await waitFor(async () => steps(1).length > 0, 200_000, 'a step of the first attempt');
     // The pid file holds torchrun's launcher; its children are the ranks.
     const launcher = (JSON.parse(readFileSync(path.join(runDir(runId), 'training', 'trainer.pid.json'), 'utf8')) as { pid: number }).pid;

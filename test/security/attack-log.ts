@@ -18,7 +18,9 @@ afterAll(() => {
   const rows = [...ledger.values()];
   const count = (o: AttackOutcome) => rows.filter((r) => r.outcome === o).length;
   const file = (expect.getState().testPath ?? 'unknown').split('/').slice(-1)[0];
-  console.log(`[security] ${file}: tried ${rows.length}, refused ${count('refused')}, contained ${count('contained')}, escaped ${count('escaped')}`);
+  console.log(
+    `[security] ${file}: tried ${rows.length}, refused ${count('refused')}, contained ${count('contained')}, escaped ${count('escaped')}`,
+  );
   expect([...ledger.entries()].filter(([, r]) => r.outcome === 'escaped').map(([k]) => k)).toEqual([]);
 });
 

@@ -21,7 +21,11 @@ let marker: string;
 let payload: string;
 
 function sh(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
 }
 
 async function plainRepo(name = 'plain'): Promise<{ root: string; base: string }> {
@@ -68,11 +72,21 @@ async function expectPatchWithoutPayload(root: string, base: string): Promise<st
 describe('finding 1: the editor cannot reach git control data', () => {
   it('create through a committed symlink to .git is refused (commondir, config, hooks, refs, alternates)', async () => {
     const { root } = await plainRepo();
-    for (const target of ['gitlink/commondir', 'gitlink/config.worktree', 'gitlink/hooks/post-index-change', 'gitlink/refs/heads/x',
-      'gitlink/objects/info/alternates', 'hooklink/pre-commit', 'gitlink/info/attributes']) {
+    for (const target of [
+      'gitlink/commondir',
+      'gitlink/config.worktree',
+      'gitlink/hooks/post-index-change',
+      'gitlink/refs/heads/x',
+      'gitlink/objects/info/alternates',
+      'hooklink/pre-commit',
+      'gitlink/info/attributes',
+    ]) {
       const result = await edit(root, { command: 'create', path: target, file_text: `[core]\n\tfsmonitor = ${payload}\n` });
       recordAttack('editor', `create ${target} through a symlink to .git`, result.status === 'error' ? 'refused' : 'escaped');
-      expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/is a symlink; the editor never writes through symlinks/) });
+      expect(result).toMatchObject({
+        status: 'error',
+        message: expect.stringMatching(/is a symlink; the editor never writes through symlinks/),
+      });
     }
     expect(existsSync(path.join(root, '.git', 'commondir'))).toBe(false);
     expect(existsSync(path.join(root, '.git', 'hooks', 'post-index-change'))).toBe(false);
@@ -95,8 +109,17 @@ describe('finding 1: the editor cannot reach git control data', () => {
 
   it('a .git component anywhere in the path is refused, in any letter case and any spelling', async () => {
     const { root } = await plainRepo();
-    for (const target of ['nested/.git/HEAD', 'nested/.git/config', 'pkg/.git', 'a/b/.GIT/config', '.git/hooks/pre-commit', './.git/x',
-      'pkg/../.git/config', `${root}/.git/hooks/post-index-change`, 'pkg/.Git/hooks/x']) {
+    for (const target of [
+      'nested/.git/HEAD',
+      'nested/.git/config',
+      'pkg/.git',
+      'a/b/.GIT/config',
+      '.git/hooks/pre-commit',
+      './.git/x',
+      'pkg/../.git/config',
+      `${root}/.git/hooks/post-index-change`,
+      'pkg/.Git/hooks/x',
+    ]) {
       const result = await edit(root, { command: 'create', path: target, file_text: 'x' });
       recordAttack('editor', `create ${target.replace(root, '<root>')}`, result.status === 'error' ? 'refused' : 'escaped');
       expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/inside \.git; refused/) });
@@ -161,7 +184,10 @@ describe('finding 1: workspacePatch runs no program whatever the checkout holds'
   it('a filter named by an agent-written .gitattributes runs nothing: global and system config are ignored', async () => {
     const { root, base } = await worktreeCheckout();
     const globalConfig = path.join(parent, 'global.gitconfig');
-    await fs.writeFile(globalConfig, `[filter "evil"]\n\tclean = ${payload}\n\tsmudge = ${payload}\n\tprocess = ${payload}\n[core]\n\tfsmonitor = ${payload}\n\tpager = ${payload}\n`);
+    await fs.writeFile(
+      globalConfig,
+      `[filter "evil"]\n\tclean = ${payload}\n\tsmudge = ${payload}\n\tprocess = ${payload}\n[core]\n\tfsmonitor = ${payload}\n\tpager = ${payload}\n`,
+    );
     const saved = { g: process.env.GIT_CONFIG_GLOBAL, p: process.env.GIT_CONFIG_PARAMETERS };
     process.env.GIT_CONFIG_GLOBAL = globalConfig;
     process.env.GIT_CONFIG_PARAMETERS = `'core.fsmonitor'='${payload}'`;
@@ -204,13 +230,41 @@ describe('finding 1: workspacePatch runs no program whatever the checkout holds'
 
   it('the hardened arguments and environment carry every neutraliser', () => {
     const args = hardenedGitArgs(['status']);
-    for (const kv of ['core.fsmonitor=false', 'core.hooksPath=/dev/null', 'protocol.allow=never', 'credential.helper=']) expect(args).toContain(kv);
+    for (const kv of ['core.fsmonitor=false', 'core.hooksPath=/dev/null', 'protocol.allow=never', 'credential.helper='])
+      expect(args).toContain(kv);
     expect(args[0]).toBe('--no-pager');
     expect(args.at(-1)).toBe('status');
     const env = hardenedGitEnv('/x/y/checkout');
     expect(env).toMatchObject({
-      GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CEILING_DIRECTORIES: '/x/y', GIT_SSH_COMMAND: 'false', GIT_PAGER: 'cat', GIT_EDITOR: 'true',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_CEILING_DIRECTORIES: '/x/y',
+      GIT_SSH_COMMAND: 'false',
+      GIT_PAGER: 'cat',
+      GIT_EDITOR: 'true',
     });
-    expect(Object.keys(env).filter((k) => k.startsWith('GIT_') && !(k in { GIT_CONFIG_NOSYSTEM: 1, GIT_CONFIG_SYSTEM: 1, GIT_CONFIG_GLOBAL: 1, GIT_CEILING_DIRECTORIES: 1, GIT_TERMINAL_PROMPT: 1, GIT_ASKPASS: 1, GIT_SSH_COMMAND: 1, GIT_PAGER: 1, GIT_EDITOR: 1, GIT_SEQUENCE_EDITOR: 1, GIT_LFS_SKIP_SMUDGE: 1, GIT_OPTIONAL_LOCKS: 1 }))).toEqual([]);
+    expect(
+      Object.keys(env).filter(
+        (k) =>
+          k.startsWith('GIT_') &&
+          !(
+            k in
+            {
+              GIT_CONFIG_NOSYSTEM: 1,
+              GIT_CONFIG_SYSTEM: 1,
+              GIT_CONFIG_GLOBAL: 1,
+              GIT_CEILING_DIRECTORIES: 1,
+              GIT_TERMINAL_PROMPT: 1,
+              GIT_ASKPASS: 1,
+              GIT_SSH_COMMAND: 1,
+              GIT_PAGER: 1,
+              GIT_EDITOR: 1,
+              GIT_SEQUENCE_EDITOR: 1,
+              GIT_LFS_SKIP_SMUDGE: 1,
+              GIT_OPTIONAL_LOCKS: 1,
+            }
+          ),
+      ),
+    ).toEqual([]);
   });
 });

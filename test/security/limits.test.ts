@@ -42,7 +42,7 @@ describe('finding 3: bombs are refused before anything runs', () => {
 
   it.each([
     `find . -newermt 'TZ="${'/tmp'}/fifo" 2020-01-01'`,
-    "find . -newermt 'TZ=\"../../etc/passwd\" 1 day ago'",
+    'find . -newermt \'TZ="../../etc/passwd" 1 day ago\'',
     "find . -newermt '@0'",
     "find . -newermt 'next thursday'",
   ])('%s is refused without find opening anything', async (command) => {
@@ -96,12 +96,15 @@ describe('finding 3: the address-space limit stops what gets past the checks', (
   it('a CPU-bound program (catastrophic backreferences) is stopped by its CPU limit with limitExceeded = cpu', async () => {
     const executable = findExecutable('grep')!;
     const started = Date.now();
-    const run = await runPipeline([{ executable, args: ['-E', '-e', '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$', '--', 'catastrophic.txt'] }], {
-      cwd: fx.root,
-      timeoutMs: 30_000,
-      onStdout: () => 'more',
-      resourceLimits: { cpuSeconds: 1 },
-    });
+    const run = await runPipeline(
+      [{ executable, args: ['-E', '-e', '^(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1b$', '--', 'catastrophic.txt'] }],
+      {
+        cwd: fx.root,
+        timeoutMs: 30_000,
+        onStdout: () => 'more',
+        resourceLimits: { cpuSeconds: 1 },
+      },
+    );
     recordAttack('subprocess', 'CPU-bound regex past the validators', run.stages[0]!.limitExceeded === 'cpu' ? 'contained' : 'escaped');
     expect(run.timedOut).toBe(false);
     expect(run.stages[0]!.limitExceeded).toBe('cpu');
@@ -114,7 +117,10 @@ describe('finding 3: the address-space limit stops what gets past the checks', (
     const started = Date.now();
     const result = await runTool(fx.root, tool, args, { engine: 'grep', timeoutMs: 30_000, resourceLimits: { cpuSeconds: 1 } });
     recordAttack(tool, 'CPU-bound regex through the tool', result.status === 'error' ? 'contained' : 'escaped');
-    expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/limit exceeded: the program used its 1 s of CPU time/) });
+    expect(result).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/limit exceeded: the program used its 1 s of CPU time/),
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

@@ -81,7 +81,11 @@ describe('finding 5: refusals are no existence oracle', () => {
     const missing = await call('links/out-missing');
     const absExisting = await call('links/abs-out');
     const absMissing = await call('links/abs-missing');
-    recordAttack(label, 'existence oracle through an outward link', normalize(existing.message ?? '') === normalize(missing.message ?? '') ? 'refused' : 'escaped');
+    recordAttack(
+      label,
+      'existence oracle through an outward link',
+      normalize(existing.message ?? '') === normalize(missing.message ?? '') ? 'refused' : 'escaped',
+    );
     for (const r of [existing, missing, absExisting, absMissing]) {
       expect(r.status).toBe('error');
       expect(r.message).toMatch(/resolves \(through a symlink\) to outside the repository root/);

@@ -65,7 +65,7 @@ describe('finding 2: terminal glob expansion is linear', () => {
     expect(ms).toBeLessThan(BUDGET_MS);
   });
 
-  it('the whole terminal call with the issue\'s word answers within a second and says no such file', async () => {
+  it("the whole terminal call with the issue's word answers within a second and says no such file", async () => {
     const { value, ms } = await timedAsync(() => terminal(root, { command: `ls tests/${'*'.repeat(30)}Z` }));
     recordAttack('terminal', 'ls tests/ + 30 stars + Z (end to end)', value.status === 'error' ? 'refused' : 'escaped');
     expect(value).toMatchObject({ status: 'error', message: expect.stringMatching(/no such file/) });
@@ -104,12 +104,25 @@ describe('finding 2: the GNU-fallback glob matcher is linear', () => {
 
 describe('finding 2: str_replace is linear with capped messages', () => {
   // 4 MiB is the editor's largest file; reading and decoding it is most of that case's time.
-  it.each([[400, BUDGET_MS], [750, BUDGET_MS], [4000, 5 * BUDGET_MS]])('a %i KB file of repeated matches is refused, blocking the loop under %i ms, with a short message', async (kb, budget) => {
+  it.each([
+    [400, BUDGET_MS],
+    [750, BUDGET_MS],
+    [4000, 5 * BUDGET_MS],
+  ])('a %i KB file of repeated matches is refused, blocking the loop under %i ms, with a short message', async (kb, budget) => {
     const file = path.join(root, `many-${kb}.txt`);
     await fs.writeFile(file, 'x = 1\n'.repeat(Math.floor((kb * 1024) / 6)));
-    const { value, ms } = await timedAsync(() => runEditor(root, { command: 'str_replace', path: `many-${kb}.txt`, old_str: 'x = 1', new_str: 'y' }));
-    recordAttack('editor', `str_replace with every line matching (${kb} KB)`, value.status === 'error' && ms < budget ? 'refused' : 'escaped');
-    expect(value).toMatchObject({ status: 'error', message: expect.stringMatching(/Multiple occurrences .* in lines \[1, 2, 3, .*, 20, … \(\d+ occurrences in all\)\]/) });
+    const { value, ms } = await timedAsync(() =>
+      runEditor(root, { command: 'str_replace', path: `many-${kb}.txt`, old_str: 'x = 1', new_str: 'y' }),
+    );
+    recordAttack(
+      'editor',
+      `str_replace with every line matching (${kb} KB)`,
+      value.status === 'error' && ms < budget ? 'refused' : 'escaped',
+    );
+    expect(value).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/Multiple occurrences .* in lines \[1, 2, 3, .*, 20, … \(\d+ occurrences in all\)\]/),
+    });
     expect(value.message!.length).toBeLessThan(600);
     expect(ms).toBeLessThan(budget);
   });
@@ -117,14 +130,20 @@ describe('finding 2: str_replace is linear with capped messages', () => {
   it('a huge old_str is echoed cut, never whole', async () => {
     await fs.writeFile(path.join(root, 'small.txt'), 'abc\n');
     const result = await runEditor(root, { command: 'str_replace', path: 'small.txt', old_str: 'q'.repeat(100_000), new_str: 'y' });
-    recordAttack('editor', 'str_replace with a 100k-character old_str that does not match', result.status === 'error' ? 'refused' : 'escaped');
+    recordAttack(
+      'editor',
+      'str_replace with a 100k-character old_str that does not match',
+      result.status === 'error' ? 'refused' : 'escaped',
+    );
     expect(result.status).toBe('error');
     expect(result.message!.length).toBeLessThan(600);
   });
 
   it('one match among many lines is still replaced, with the right line in the snippet', async () => {
     await fs.writeFile(path.join(root, 'one.txt'), `${'filler\n'.repeat(5000)}target\n${'filler\n'.repeat(10)}`);
-    const { value, ms } = await timedAsync(() => runEditor(root, { command: 'str_replace', path: 'one.txt', old_str: 'target', new_str: 'done' }));
+    const { value, ms } = await timedAsync(() =>
+      runEditor(root, { command: 'str_replace', path: 'one.txt', old_str: 'target', new_str: 'done' }),
+    );
     expect(value.status).toBe('ok');
     expect(value.output).toContain('  5001\tdone');
     expect(ms).toBeLessThan(BUDGET_MS * 5);
@@ -137,7 +156,11 @@ describe('finding 2/4: glob expansion is bounded by the command deadline', () =>
     for (let a = 0; a < 30; a++) for (let b = 0; b < 30; b++) await fs.mkdir(path.join(wide, `a${a}`, `b${b}`), { recursive: true });
     const started = Date.now();
     const result = await expandGlobWord(root, root, 'wide/*/*/*Z', Date.now() + 5);
-    recordAttack('terminal', 'deep glob expansion past the deadline', typeof result === 'object' && result !== null && 'refused' in result ? 'refused' : 'escaped');
+    recordAttack(
+      'terminal',
+      'deep glob expansion past the deadline',
+      typeof result === 'object' && result !== null && 'refused' in result ? 'refused' : 'escaped',
+    );
     expect(result).toMatchObject({ refused: expect.stringMatching(/took longer than the command's time limit/) });
     expect(Date.now() - started).toBeLessThan(1000);
   });

@@ -32,9 +32,12 @@ function mixedCalls(count: number, signal?: AbortSignal): Array<Promise<{ kind: 
     const kind = ['glob', 'read', 'grep', 'terminal'][k % 4]!;
     const options = signal ? { signal } : {};
     const call =
-      kind === 'glob' ? runTool(fx.root, 'glob', { pattern: 'big/**/*.py' }, options)
-        : kind === 'read' ? runTool(fx.root, 'read', { path: 'small.txt' }, options)
-          : kind === 'grep' ? runTool(fx.root, 'grep', { pattern: 'helper', path: 'src' }, options)
+      kind === 'glob'
+        ? runTool(fx.root, 'glob', { pattern: 'big/**/*.py' }, options)
+        : kind === 'read'
+          ? runTool(fx.root, 'read', { path: 'small.txt' }, options)
+          : kind === 'grep'
+            ? runTool(fx.root, 'grep', { pattern: 'helper', path: 'src' }, options)
             : runTool(fx.root, 'terminal', { command: 'find big -name "f1*.py" | wc -l' }, options);
     return call.then((result) => ({ kind, result, doneAt: Date.now() }));
   });
@@ -68,8 +71,13 @@ describe('finding 4: permit waits are bounded', () => {
         runTool(fx.root, 'terminal', { command: 'ls' }, { timeoutMs: 200 }),
       ]);
       const elapsed = Date.now() - started;
-      recordAttack('all tools', 'every call queued behind a saturated Semaphore(64)', results.every((r) => r.status === 'error') ? 'contained' : 'escaped');
-      for (const r of results) expect(r).toMatchObject({ status: 'error', message: expect.stringMatching(/waiting for a free subprocess slot/) });
+      recordAttack(
+        'all tools',
+        'every call queued behind a saturated Semaphore(64)',
+        results.every((r) => r.status === 'error') ? 'contained' : 'escaped',
+      );
+      for (const r of results)
+        expect(r).toMatchObject({ status: 'error', message: expect.stringMatching(/waiting for a free subprocess slot/) });
       expect(elapsed).toBeLessThan(1500);
     } finally {
       hogs.forEach((release) => release());
@@ -82,7 +90,11 @@ describe('finding 4: 200 concurrent calls', () => {
   it('every read of a 70-byte file succeeds while 200 mixed calls run', async () => {
     const done = await Promise.all(mixedCalls(200));
     const reads = done.filter((d) => d.kind === 'read');
-    recordAttack('read', 'small reads among 200 concurrent calls (50 globs over 20k files)', reads.every((d) => d.result.status === 'ok') ? 'contained' : 'escaped');
+    recordAttack(
+      'read',
+      'small reads among 200 concurrent calls (50 globs over 20k files)',
+      reads.every((d) => d.result.status === 'ok') ? 'contained' : 'escaped',
+    );
     expect(reads).toHaveLength(50);
     expect(reads.filter((d) => d.result.status !== 'ok').map((d) => d.result.message)).toEqual([]);
     for (const d of reads) expect(d.result.output).toContain('a seventy-byte file');

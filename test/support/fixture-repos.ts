@@ -78,7 +78,12 @@ export function buildFixtureRepo(root: string, mirrorDir: string, repo = 'acme/w
   const gears = path.join(work, 'widgets/gears.py');
   git(work, 'checkout', '-q', first);
   const original = execFileSync('cat', [gears], { encoding: 'utf8' });
-  writeFileSync(gears, original.replace('return math.pi * module * self.teeth', 'return 2 * math.pi * module * self.teeth / 2').replace('return x.teeth / y.teeth', 'return x.teeth / max(y.teeth, 1)'));
+  writeFileSync(
+    gears,
+    original
+      .replace('return math.pi * module * self.teeth', 'return 2 * math.pi * module * self.teeth / 2')
+      .replace('return x.teeth / y.teeth', 'return x.teeth / max(y.teeth, 1)'),
+  );
   const patchOne = git(work, 'diff', '--no-color') + '\n';
   git(work, 'checkout', '-q', '--', '.');
 
@@ -92,7 +97,19 @@ export function buildFixtureRepo(root: string, mirrorDir: string, repo = 'acme/w
   mkdirSync(mirrorDir, { recursive: true });
   git(root, 'clone', '-q', '--bare', work, path.join(mirrorDir, `${owner}__${name}.git`));
   return [
-    { instance_id: `${owner}__${name}-1`, repo, base_commit: first, problem_statement: 'Gear.circumference is wrong and mesh() divides by zero for a gear without teeth.', patch: patchOne },
-    { instance_id: `${owner}__${name}-2`, repo, base_commit: second, problem_statement: 'belt_length ignores the pulley circumference.', patch: patchTwo },
+    {
+      instance_id: `${owner}__${name}-1`,
+      repo,
+      base_commit: first,
+      problem_statement: 'Gear.circumference is wrong and mesh() divides by zero for a gear without teeth.',
+      patch: patchOne,
+    },
+    {
+      instance_id: `${owner}__${name}-2`,
+      repo,
+      base_commit: second,
+      problem_statement: 'belt_length ignores the pulley circumference.',
+      patch: patchTwo,
+    },
   ];
 }

@@ -58,7 +58,9 @@ describe('scripted OpenAI server', () => {
 
   it('streams text and tool calls as SSE chunks the SDK can reassemble, with usage on request', async () => {
     const { client } = await start((_body, index) =>
-      index === 0 ? reply.text('streamed answer', { usage: { prompt_tokens: 7, completion_tokens: 3 } }) : reply.toolCalls([{ name: 'glob', arguments: { pattern: '*.py' } }]),
+      index === 0
+        ? reply.text('streamed answer', { usage: { prompt_tokens: 7, completion_tokens: 3 } })
+        : reply.toolCalls([{ name: 'glob', arguments: { pattern: '*.py' } }]),
     );
     const stream = await client.chat.completions.create({
       model: 'm',
@@ -121,9 +123,9 @@ describe('scripted OpenAI server', () => {
   it('hangs until the client times out, then stops counting the request in flight; close() ends hung sockets', async () => {
     const { server, client } = await start(() => reply.hang());
     const started = Date.now();
-    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { timeout: 200 })).rejects.toBeInstanceOf(
-      APIConnectionTimeoutError,
-    );
+    await expect(
+      client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { timeout: 200 }),
+    ).rejects.toBeInstanceOf(APIConnectionTimeoutError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
     await expect.poll(() => server.inFlight).toBe(0);
     expect(server.requests[0]?.outcome).toBe('client_closed');

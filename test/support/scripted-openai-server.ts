@@ -99,15 +99,7 @@ export interface ScriptContext {
 export type ReplyScript = (body: ChatRequestBody, callIndex: number, context: ScriptContext) => ScriptedReply | Promise<ScriptedReply>;
 
 export type RequestOutcome =
-  | 'pending'
-  | 'text'
-  | 'tool_calls'
-  | 'error'
-  | 'garbage'
-  | 'hang'
-  | 'client_closed'
-  | 'bad_request'
-  | 'script_failed';
+  'pending' | 'text' | 'tool_calls' | 'error' | 'garbage' | 'hang' | 'client_closed' | 'bad_request' | 'script_failed';
 
 export interface RecordedRequest {
   /** 0-based index among chat completion requests (the script's `callIndex`). */
@@ -163,7 +155,9 @@ function messageText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content
-      .map((part) => (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+      .map((part) =>
+        part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '',
+      )
       .join('');
   }
   return '';
@@ -236,16 +230,12 @@ export async function startScriptedOpenAiServer(options: ScriptedOpenAiServerOpt
     }));
   }
 
-  function answer(
-    res: ServerResponse,
-    record: RecordedRequest,
-    scripted: Extract<ScriptedReply, { type: 'text' | 'tool_calls' }>,
-  ): void {
+  function answer(res: ServerResponse, record: RecordedRequest, scripted: Extract<ScriptedReply, { type: 'text' | 'tool_calls' }>): void {
     const body = record.body ?? {};
-    const model = typeof body.model === 'string' ? body.model : options.defaultModel ?? 'scripted-model';
+    const model = typeof body.model === 'string' ? body.model : (options.defaultModel ?? 'scripted-model');
     const content = scripted.content ?? null;
     const toolCalls = scripted.type === 'tool_calls' ? toolCallsPayload(scripted.toolCalls, record.callIndex) : undefined;
-    const finishReason = scripted.type === 'tool_calls' ? 'tool_calls' : scripted.finishReason ?? 'stop';
+    const finishReason = scripted.type === 'tool_calls' ? 'tool_calls' : (scripted.finishReason ?? 'stop');
     const reasoningContent = scripted.type === 'text' ? scripted.reasoningContent : undefined;
     const replyUsage = scripted.usage ?? {
       prompt_tokens: promptTokens(record.body),
@@ -331,7 +321,9 @@ export async function startScriptedOpenAiServer(options: ScriptedOpenAiServerOpt
     res.on('close', () => settle('client_closed'));
 
     if (!body || !Array.isArray(body.messages)) {
-      sendJson(res, 400, { error: { message: 'request body must be a JSON object with a messages array', type: 'invalid_request_error', code: 400 } });
+      sendJson(res, 400, {
+        error: { message: 'request body must be a JSON object with a messages array', type: 'invalid_request_error', code: 400 },
+      });
       settle('bad_request', 400);
       return;
     }
@@ -346,7 +338,9 @@ export async function startScriptedOpenAiServer(options: ScriptedOpenAiServerOpt
     }
     if (!scripted || typeof scripted !== 'object' || !REPLY_TYPES.has((scripted as { type?: unknown }).type as string)) {
       const got = JSON.stringify(scripted) ?? String(scripted);
-      sendJson(res, 500, { error: { message: `scripted server: the script returned ${got}, not a ScriptedReply`, type: 'script_error', code: 500 } });
+      sendJson(res, 500, {
+        error: { message: `scripted server: the script returned ${got}, not a ScriptedReply`, type: 'script_error', code: 500 },
+      });
       settle('script_failed', 500);
       return;
     }

@@ -22,7 +22,10 @@ export interface SeaweedS3 {
 }
 
 export function weedBinary(): string {
-  return execFileSync('bash', [path.join(repoRoot, 'scripts/ensure-seaweedfs.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [path.join(repoRoot, 'scripts/ensure-seaweedfs.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 /** Ports p with p + 10000 (the gRPC port SeaweedFS derives) also free. */
@@ -38,28 +41,52 @@ async function freePortPair(from: number, taken: Set<number>): Promise<number> {
   throw new Error(`no free port pair in ${from}..${from + 2000}`);
 }
 
-export async function startSeaweedS3(dir: string, credentials = { accessKeyId: 'codegrep-test', secretAccessKey: 'codegrep-test-secret' }): Promise<SeaweedS3> {
+export async function startSeaweedS3(
+  dir: string,
+  credentials = { accessKeyId: 'codegrep-test', secretAccessKey: 'codegrep-test-secret' },
+): Promise<SeaweedS3> {
   const binary = weedBinary();
   mkdirSync(path.join(dir, 'data'), { recursive: true });
   const config = path.join(dir, 's3.json');
   writeFileSync(
     config,
     JSON.stringify({
-      identities: [{ name: 'codegrep', credentials: [{ accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey }], actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'] }],
+      identities: [
+        {
+          name: 'codegrep',
+          credentials: [{ accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey }],
+          actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
+        },
+      ],
     }),
   );
   const taken = new Set<number>();
   const base = 20000 + Math.floor(Math.random() * 20000);
-  const [master, volume, filer, s3] = [await freePortPair(base, taken), await freePortPair(base + 1, taken), await freePortPair(base + 2, taken), await freePortPair(base + 3, taken)];
+  const [master, volume, filer, s3] = [
+    await freePortPair(base, taken),
+    await freePortPair(base + 1, taken),
+    await freePortPair(base + 2, taken),
+    await freePortPair(base + 3, taken),
+  ];
   const log = path.join(dir, 'weed.log');
   const logFd = openSync(log, 'a');
   const child: ChildProcess = spawn(
     binary,
     [
-      'server', '-s3', '-ip=127.0.0.1', `-dir=${path.join(dir, 'data')}`,
-      `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`, `-s3.port=${s3}`,
-      `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0', '-metricsPort=0',
-      '-master.volumeSizeLimitMB=64', '-volume.max=20',
+      'server',
+      '-s3',
+      '-ip=127.0.0.1',
+      `-dir=${path.join(dir, 'data')}`,
+      `-master.port=${master}`,
+      `-volume.port=${volume}`,
+      `-filer.port=${filer}`,
+      `-s3.port=${s3}`,
+      `-s3.config=${config}`,
+      '-s3.port.iceberg=0',
+      '-s3.port.lance=0',
+      '-metricsPort=0',
+      '-master.volumeSizeLimitMB=64',
+      '-volume.max=20',
       `-filer.localSocket=${path.join(dir, 'filer.sock')}`,
     ],
     { detached: true, stdio: ['ignore', logFd, logFd], env: { ...process.env } },
@@ -77,9 +104,14 @@ export async function startSeaweedS3(dir: string, credentials = { accessKeyId: '
       await client.send(new ListBucketsCommand({}));
       break;
     } catch {
-      if (exited !== null) throw new Error(`weed exited with ${exited} before serving S3 (log ${log}):\n${readFileSync(log, 'utf8').slice(-3000)}`);
+      if (exited !== null)
+        throw new Error(`weed exited with ${exited} before serving S3 (log ${log}):\n${readFileSync(log, 'utf8').slice(-3000)}`);
       if (Date.now() > deadline) {
-        try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
         throw new Error(`SeaweedFS S3 did not answer at ${endpoint} within 120 s`);
       }
       await new Promise((r) => setTimeout(r, 300));
@@ -88,7 +120,13 @@ export async function startSeaweedS3(dir: string, credentials = { accessKeyId: '
   return {
     endpoint,
     ...credentials,
-    env: { AWS_ENDPOINT_URL_S3: endpoint, AWS_REGION: 'us-east-1', AWS_S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey },
+    env: {
+      AWS_ENDPOINT_URL_S3: endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    },
     log,
     createBucket: async (name) => {
       await client.send(new CreateBucketCommand({ Bucket: name }));
@@ -96,8 +134,18 @@ export async function startSeaweedS3(dir: string, credentials = { accessKeyId: '
     stop: async () => {
       if (exited !== null) return;
       const gone = new Promise((r) => child.once('exit', r));
-      try { process.kill(-child.pid!, 'SIGTERM'); } catch { return; }
-      const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 10_000);
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }, 10_000);
       await gone;
       clearTimeout(timer);
     },

@@ -49,4 +49,3 @@ export async function startWorker(taskQueue: string): Promise<{ stop(): Promise<
 export function spawnWorkerProcess(taskQueue: string, env: Record<string, string> = {}): Promise<ChildProcess> {
   return spawnWorkerAt(temporalAddress(), taskQueue, env);
 }
-

@@ -38,8 +38,23 @@ function makeCa(dir: string, name: string): { cert: string; key: string } {
   const cert = path.join(dir, `${name}.pem`);
   openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key], dir);
   openssl(
-    ['req', '-x509', '-new', '-key', key, '-out', cert, '-days', '2', '-subj', `/CN=${name}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
     dir,
   );
   return { cert, key };
@@ -56,7 +71,27 @@ function makeLeaf(dir: string, name: string, ca: { cert: string; key: string }, 
   openssl(['pkcs8', '-topk8', '-nocrypt', '-in', key, '-out', `${key}.p8`], dir);
   execFileSync('mv', [`${key}.p8`, key]);
   openssl(['req', '-new', '-key', key, '-out', csr, '-subj', `/CN=${name}`], dir);
-  openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2', '-sha256', '-extfile', ext], dir);
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      ca.cert,
+      '-CAkey',
+      ca.key,
+      '-CAcreateserial',
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-sha256',
+      '-extfile',
+      ext,
+    ],
+    dir,
+  );
   return { cert, key };
 }
 
@@ -67,8 +102,18 @@ export function makeTestCerts(where: string, serverNames: string[] = ['temporal.
   const other = makeCa(dir, 'other-ca');
   const san = [...serverNames.map((n) => `DNS:${n}`), 'IP:127.0.0.1'].join(',');
   const server = makeLeaf(dir, 'server', ca, `subjectAltName=${san}\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth`);
-  const client = makeLeaf(dir, 'client', ca, 'subjectAltName=DNS:codegrep-worker\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth');
-  const stranger = makeLeaf(dir, 'stranger', other, 'subjectAltName=DNS:stranger\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth');
+  const client = makeLeaf(
+    dir,
+    'client',
+    ca,
+    'subjectAltName=DNS:codegrep-worker\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth',
+  );
+  const stranger = makeLeaf(
+    dir,
+    'stranger',
+    other,
+    'subjectAltName=DNS:stranger\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth',
+  );
   return {
     dir,
     caCert: ca.cert,

@@ -60,7 +60,12 @@ export async function startTlsGrpcProxy(options: TlsGrpcProxyOptions): Promise<T
     authorizations.push(authorization);
     if (options.apiKey !== undefined && authorization !== `Bearer ${options.apiKey}`) {
       stream.respond(
-        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '16', 'grpc-message': 'Request unauthorized: invalid API key' },
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-status': '16',
+          'grpc-message': 'Request unauthorized: invalid API key',
+        },
         { endStream: true },
       );
       return;

@@ -8,7 +8,12 @@ import { repoRoot } from './repo-root';
  * The real CPU worker as a separate process (`node --import tsx workers/cpu.ts`) against the Temporal server
  * at `address`, so a test can SIGKILL it mid-activity. Resolves once the worker logs that it is polling.
  */
-export async function spawnWorkerAt(address: string, taskQueue: string, env: Record<string, string> = {}, script = 'workers/cpu.ts'): Promise<ChildProcess> {
+export async function spawnWorkerAt(
+  address: string,
+  taskQueue: string,
+  env: Record<string, string> = {},
+  script = 'workers/cpu.ts',
+): Promise<ChildProcess> {
   // `node --import tsx` (not the tsx CLI, which runs node as a grandchild): the pid we kill is the worker.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, script)], {
     cwd: repoRoot,

@@ -22,9 +22,12 @@ export type StoreAppendLog = {
  * shard after a kill continues after the highest sequence number it finds.
  */
 export async function openStoreAppendLog(store: ArtifactStore, dir: string, shard: string): Promise<StoreAppendLog> {
-  if (!SHARD_NAME.test(shard)) throw new TypeError(`Append log shard name ${JSON.stringify(shard)} must be letters, digits, '.', '_' or '-' and not start with '.'`);
+  if (!SHARD_NAME.test(shard))
+    throw new TypeError(`Append log shard name ${JSON.stringify(shard)} must be letters, digits, '.', '_' or '-' and not start with '.'`);
   const prefix = `${dir.replace(/\/+$/, '')}/${shard}/`;
-  const existing = (await store.list(prefix)).map((o) => CHUNK.exec(o.key.slice(prefix.length))).filter((m): m is RegExpExecArray => m !== null);
+  const existing = (await store.list(prefix))
+    .map((o) => CHUNK.exec(o.key.slice(prefix.length)))
+    .filter((m): m is RegExpExecArray => m !== null);
   let next = existing.reduce((max, m) => Math.max(max, Number(m[1])), 0) + 1;
   let closed = false;
   let queue: Promise<void> = Promise.resolve();
@@ -56,7 +59,10 @@ export async function openStoreAppendLog(store: ArtifactStore, dir: string, shar
 }
 
 /** Every record of every shard under `dir`, shards sorted by name and each in chunk order; an absent log is empty. */
-export async function readStoreAppendLog<T extends object = Record<string, unknown>>(store: ArtifactStore, dir: string): Promise<AppendLogContents<T>> {
+export async function readStoreAppendLog<T extends object = Record<string, unknown>>(
+  store: ArtifactStore,
+  dir: string,
+): Promise<AppendLogContents<T>> {
   const prefix = `${dir.replace(/\/+$/, '')}/`;
   const byShard = new Map<string, string[]>();
   for (const object of await store.list(prefix)) {

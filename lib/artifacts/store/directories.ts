@@ -41,7 +41,13 @@ export async function listTreeFiles(dir: string): Promise<string[]> {
  * Files are uploaded in sorted order, so a tree's own completion file (e.g. the trainer's COMPLETE) is just one
  * more file: only the store marker makes the tree visible. Returns the marker written.
  */
-export async function pushDirectory(store: ArtifactStore, localDir: string, prefix: string, markerKey: string, extra: Record<string, unknown> = {}): Promise<DirectoryMarker> {
+export async function pushDirectory(
+  store: ArtifactStore,
+  localDir: string,
+  prefix: string,
+  markerKey: string,
+  extra: Record<string, unknown> = {},
+): Promise<DirectoryMarker> {
   const files: DirectoryMarker['files'] = [];
   for (const rel of await listTreeFiles(localDir)) {
     const written = await store.putFile(`${prefix}/${rel}`, path.join(localDir, rel));
@@ -84,7 +90,10 @@ export async function pullDirectory(store: ArtifactStore, markerKey: string, loc
       await mkdir(path.dirname(target), { recursive: true });
       const got = await store.getFile(`${marker.prefix}/${file.path}`, target);
       if (got.sha256 !== file.sha256) {
-        throw new StoreIntegrityError(store.uriOf(`${marker.prefix}/${file.path}`), `artifact store: ${store.uriOf(`${marker.prefix}/${file.path}`)} has sha256 ${got.sha256}, its marker ${markerKey} says ${file.sha256}`);
+        throw new StoreIntegrityError(
+          store.uriOf(`${marker.prefix}/${file.path}`),
+          `artifact store: ${store.uriOf(`${marker.prefix}/${file.path}`)} has sha256 ${got.sha256}, its marker ${markerKey} says ${file.sha256}`,
+        );
       }
     }
     await rm(localDir, { recursive: true, force: true });

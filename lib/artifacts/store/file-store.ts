@@ -24,7 +24,9 @@ export function openFileStore(dir: string): ArtifactStore {
     },
     async ready() {
       await mkdir(rootDir, { recursive: true }).catch((error: unknown) => {
-        throw new ArtifactStoreError(root, `artifact store ${root}: cannot create ${rootDir}: ${(error as Error).message}`, { cause: error });
+        throw new ArtifactStoreError(root, `artifact store ${root}: cannot create ${rootDir}: ${(error as Error).message}`, {
+          cause: error,
+        });
       });
     },
     putFile: (key, localPath) => copy(localPath, fileOf(key)),

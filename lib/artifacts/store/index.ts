@@ -27,10 +27,18 @@ export function openArtifactStore(uri: string, s3: S3StoreSettings = s3SettingsF
  * reader that finds a manifest finds the whole artifact it describes (each object is written atomically).
  * Returns the ref with the store's URI.
  */
-export async function publishArtifact(store: ArtifactStore, key: string, localPath: string, manifest: ArtifactManifest): Promise<ArtifactRef> {
+export async function publishArtifact(
+  store: ArtifactStore,
+  key: string,
+  localPath: string,
+  manifest: ArtifactManifest,
+): Promise<ArtifactRef> {
   const written = await store.putFile(key, localPath);
   if (written.sha256 !== manifest.sha256) {
-    throw new StoreIntegrityError(store.uriOf(key), `publishing ${localPath} as ${store.uriOf(key)}: its bytes hash to ${written.sha256}, its manifest says ${manifest.sha256}`);
+    throw new StoreIntegrityError(
+      store.uriOf(key),
+      `publishing ${localPath} as ${store.uriOf(key)}: its bytes hash to ${written.sha256}, its manifest says ${manifest.sha256}`,
+    );
   }
   const stored: ArtifactManifest = { ...manifest, uri: store.uriOf(key) };
   await store.putBytes(manifestPathFor(key), `${JSON.stringify(stored, null, 2)}\n`);
@@ -63,7 +71,16 @@ export async function checkStoredArtifact(store: ArtifactStore, key: string, exp
     if (local.kind === 'file') sha = await (await import('../sha256-file')).sha256File(local.dir);
   }
   if (sha !== manifest.sha256) return { hit: false, reason: `${store.uriOf(key)} no longer matches its manifest's sha256` };
-  return { hit: true, ref: { uri: store.uriOf(key), sha256: manifest.sha256, rows: manifest.rows, schema: manifest.schema, schemaVersion: manifest.schemaVersion } };
+  return {
+    hit: true,
+    ref: {
+      uri: store.uriOf(key),
+      sha256: manifest.sha256,
+      rows: manifest.rows,
+      schema: manifest.schema,
+      schemaVersion: manifest.schemaVersion,
+    },
+  };
 }
 
 /** Where this node keeps downloaded artifacts: CODEGREP_ARTIFACT_CACHE, else ~/.cache/codegrep/artifacts. */
@@ -82,7 +99,12 @@ function cachedPath(cacheDir: string, sha256: string, key: string): string {
  * second read of the same bytes, under any URI with the same extension, downloads nothing. The download is streamed into place atomically and
  * verified against `sha256`.
  */
-export async function localCopy(store: ArtifactStore, key: string, sha256: string, cacheDir = defaultLocalCacheDir()): Promise<{ path: string; downloaded: boolean }> {
+export async function localCopy(
+  store: ArtifactStore,
+  key: string,
+  sha256: string,
+  cacheDir = defaultLocalCacheDir(),
+): Promise<{ path: string; downloaded: boolean }> {
   if (!/^[0-9a-f]{64}$/.test(sha256)) throw new TypeError(`localCopy ${store.uriOf(key)}: "${sha256}" is not a sha256`);
   const file = cachedPath(cacheDir, sha256, key);
   try {
@@ -95,7 +117,10 @@ export async function localCopy(store: ArtifactStore, key: string, sha256: strin
   if (got.sha256 !== sha256) {
     const { rm } = await import('node:fs/promises');
     await rm(file, { force: true });
-    throw new StoreIntegrityError(store.uriOf(key), `artifact store: ${store.uriOf(key)} has sha256 ${got.sha256}, but its ref says ${sha256}`);
+    throw new StoreIntegrityError(
+      store.uriOf(key),
+      `artifact store: ${store.uriOf(key)} has sha256 ${got.sha256}, but its ref says ${sha256}`,
+    );
   }
   return { path: file, downloaded: true };
 }
@@ -137,4 +162,11 @@ export async function localPathForRef(ref: Pick<ArtifactRef, 'uri' | 'sha256'>, 
   const key = slash === -1 ? location.prefix : location.prefix.slice(slash + 1);
   return (await localCopy(store, key, ref.sha256, cacheDir)).path;
 }
-export { pushDirectory, pullDirectory, readDirectoryMarker, listTreeFiles, DirectoryMarkerSchema, type DirectoryMarker } from './directories';
+export {
+  pushDirectory,
+  pullDirectory,
+  readDirectoryMarker,
+  listTreeFiles,
+  DirectoryMarkerSchema,
+  type DirectoryMarker,
+} from './directories';

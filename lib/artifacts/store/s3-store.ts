@@ -65,8 +65,18 @@ export function s3SettingsFromEnv(env: NodeJS.ProcessEnv = process.env): S3Store
   };
 }
 
-const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidToken', 'ExpiredToken', 'InvalidClientTokenId', 'CredentialsProviderError', 'Forbidden']);
-const UNREACHABLE_CODES = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|TimeoutError|socket hang up|connect ETIMEDOUT/;
+const CREDENTIAL_CODES = new Set([
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'AccessDenied',
+  'InvalidToken',
+  'ExpiredToken',
+  'InvalidClientTokenId',
+  'CredentialsProviderError',
+  'Forbidden',
+]);
+const UNREACHABLE_CODES =
+  /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|TimeoutError|socket hang up|connect ETIMEDOUT/;
 
 /** The named error for a failed S3 call on `uri`. */
 export function explainS3Error(error: unknown, uri: string, what: string, endpoint: string): Error {
@@ -75,7 +85,12 @@ export function explainS3Error(error: unknown, uri: string, what: string, endpoi
   const code = e.name ?? e.Code ?? '';
   const status = e.$metadata?.httpStatusCode;
   const text = `${code}${e.code ? ` ${e.code}` : ''}: ${e.message ?? String(error)}`;
-  if (code === 'NoSuchBucket') return new StoreBucketNotFoundError(uri, `artifact store ${uri}: the bucket does not exist at ${endpoint} (${what}). Create it, or fix the bucket in the URI.`, { cause: error });
+  if (code === 'NoSuchBucket')
+    return new StoreBucketNotFoundError(
+      uri,
+      `artifact store ${uri}: the bucket does not exist at ${endpoint} (${what}). Create it, or fix the bucket in the URI.`,
+      { cause: error },
+    );
   if (CREDENTIAL_CODES.has(code) || status === 403 || status === 401) {
     return new StoreCredentialsError(
       uri,
@@ -84,7 +99,11 @@ export function explainS3Error(error: unknown, uri: string, what: string, endpoi
     );
   }
   if (UNREACHABLE_CODES.test(text) || UNREACHABLE_CODES.test(String((error as { cause?: unknown }).cause ?? ''))) {
-    return new StoreUnreachableError(uri, `artifact store ${uri}: nothing answers at ${endpoint} (${what}; ${text}). Check AWS_ENDPOINT_URL_S3 and that the store is up.`, { cause: error });
+    return new StoreUnreachableError(
+      uri,
+      `artifact store ${uri}: nothing answers at ${endpoint} (${what}; ${text}). Check AWS_ENDPOINT_URL_S3 and that the store is up.`,
+      { cause: error },
+    );
   }
   return new ArtifactStoreError(uri, `artifact store ${uri}: ${what} failed: ${text}`, { cause: error });
 }
@@ -140,7 +159,13 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
   /** Streams `body` to `Key` with a multipart upload (bounded memory); `metadata` is sent with it. */
   async function upload(key: string, objectName: string, body: Readable | Uint8Array, metadata: Record<string, string>): Promise<void> {
     await call('upload', key, () =>
-      new Upload({ client, params: { Bucket: bucket, Key: objectName, Body: body, Metadata: metadata }, partSize, queueSize: UPLOAD_QUEUE, leavePartsOnError: false }).done(),
+      new Upload({
+        client,
+        params: { Bucket: bucket, Key: objectName, Body: body, Metadata: metadata },
+        partSize,
+        queueSize: UPLOAD_QUEUE,
+        leavePartsOnError: false,
+      }).done(),
     );
   }
 
@@ -150,7 +175,12 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
    * (S3's single-copy limit) the file is hashed first and uploaded straight to its key, which is atomic too:
    * a multipart object appears only when its upload completes.
    */
-  async function commitStream(key: string, open: () => Readable | Uint8Array, knownBytes: number, hashFirst: () => Promise<string>): Promise<WriteResult> {
+  async function commitStream(
+    key: string,
+    open: () => Readable | Uint8Array,
+    knownBytes: number,
+    hashFirst: () => Promise<string>,
+  ): Promise<WriteResult> {
     await ready();
     const finalName = objectKey(key);
     if (knownBytes > SINGLE_COPY_LIMIT) {
@@ -209,7 +239,12 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
     ready,
     async putFile(key, localPath) {
       const { size } = await stat(localPath);
-      return commitStream(key, () => createReadStream(localPath), size, () => sha256File(localPath));
+      return commitStream(
+        key,
+        () => createReadStream(localPath),
+        size,
+        () => sha256File(localPath),
+      );
     },
     async putBytes(key, content) {
       const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
@@ -217,10 +252,17 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
         // Small objects (manifests): one PUT is atomic by itself and carries its sha256.
         await ready();
         const sha256 = createHash('sha256').update(bytes).digest('hex');
-        await call('PutObject', key, () => client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(key), Body: bytes, Metadata: { [SHA_METADATA]: sha256 } })));
+        await call('PutObject', key, () =>
+          client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(key), Body: bytes, Metadata: { [SHA_METADATA]: sha256 } })),
+        );
         return { sha256, bytes: bytes.byteLength };
       }
-      return commitStream(key, () => bytes, bytes.byteLength, async () => createHash('sha256').update(bytes).digest('hex'));
+      return commitStream(
+        key,
+        () => bytes,
+        bytes.byteLength,
+        async () => createHash('sha256').update(bytes).digest('hex'),
+      );
     },
     async getFile(key, localPath) {
       await ready();
@@ -239,7 +281,10 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
         }),
       );
       if (recorded !== null && recorded !== result.sha256) {
-        throw new StoreIntegrityError(uriOf(key), `artifact store: ${uriOf(key)} downloaded with sha256 ${result.sha256}, but it was written with ${recorded}`);
+        throw new StoreIntegrityError(
+          uriOf(key),
+          `artifact store: ${uriOf(key)} downloaded with sha256 ${result.sha256}, but it was written with ${recorded}`,
+        );
       }
       return result;
     },
@@ -273,7 +318,9 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
       const base = prefix ? `${prefix}/` : '';
       let token: string | undefined;
       do {
-        const page = await call('ListObjectsV2', null, () => client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${base}${keyPrefix}`, ContinuationToken: token })));
+        const page = await call('ListObjectsV2', null, () =>
+          client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${base}${keyPrefix}`, ContinuationToken: token })),
+        );
         for (const object of page.Contents ?? []) {
           const key = object.Key!.slice(base.length);
           if (/\.tmp-\d+-[0-9a-f]+$/.test(key)) continue; // an upload in flight, not an object yet

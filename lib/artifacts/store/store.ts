@@ -60,7 +60,8 @@ export function parseStoreUri(uri: string, baseDir = process.cwd()): StoreLocati
     if (!BUCKET.test(bucket)) {
       throw new StoreConfigError(uri, `artifact store ${uri}: "${bucket}" is not an S3 bucket name (3-63 characters: a-z, 0-9, '.', '-')`);
     }
-    if (prefix.split('/').some((part) => part === '.' || part === '..')) throw new StoreConfigError(uri, `artifact store ${uri}: the prefix may not contain . or .. segments`);
+    if (prefix.split('/').some((part) => part === '.' || part === '..'))
+      throw new StoreConfigError(uri, `artifact store ${uri}: the prefix may not contain . or .. segments`);
     return { kind: 's3', bucket, prefix };
   }
   if (uri.startsWith('file://')) return { kind: 'file', dir: fileURLToPath(uri) };
@@ -77,7 +78,10 @@ export function fileStoreUri(dir: string): string {
 /** Checks a key: relative, `/`-separated, no empty, `.` or `..` segments. */
 export function checkKey(store: string, key: string): string {
   if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '' || part === '.' || part === '..')) {
-    throw new StoreConfigError(store, `artifact store ${store}: "${key}" is not a valid object key (a relative path without empty, . or .. segments)`);
+    throw new StoreConfigError(
+      store,
+      `artifact store ${store}: "${key}" is not a valid object key (a relative path without empty, . or .. segments)`,
+    );
   }
   return key;
 }

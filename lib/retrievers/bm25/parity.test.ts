@@ -55,7 +55,11 @@ const close = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-9 * Math.
 const smallCorpora: { name: string; docs: string[][]; queries: string[][] }[] = [
   {
     name: 'negative average idf (every term common): the floor itself is negative',
-    docs: [['a', 'b'], ['a', 'b'], ['a', 'c']],
+    docs: [
+      ['a', 'b'],
+      ['a', 'b'],
+      ['a', 'c'],
+    ],
     queries: [['a'], ['b'], ['c'], ['a', 'c', 'a'], ['zz']],
   },
   {
@@ -162,7 +166,11 @@ describe('BM25 parity with rank_bm25 (CodeGrep App. E)', () => {
     const contentOnly = bm25ScoresForTokens({ ...index, pathWeight: 0 }, pathQuery);
     const quoted = [3, 10];
     for (const d of quoted) expect(withPath[d]! - contentOnly[d]!).toBeGreaterThan(0);
-    expect(Array.from(rankAll(withPath)).slice(0, 2).sort((a, b) => a - b)).toEqual(quoted);
+    expect(
+      Array.from(rankAll(withPath))
+        .slice(0, 2)
+        .sort((a, b) => a - b),
+    ).toEqual(quoted);
   });
 });
 

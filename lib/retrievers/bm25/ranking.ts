@@ -30,5 +30,5 @@ export function topKIndices(scores: Float64Array, k: number): number[] {
 export function rankAll(scores: Float64Array): Int32Array {
   const order = new Int32Array(scores.length);
   for (let d = 0; d < order.length; d++) order[d] = d;
-  return order.sort((a, b) => (scores[b]! - scores[a]!) || a - b);
+  return order.sort((a, b) => scores[b]! - scores[a]! || a - b);
 }

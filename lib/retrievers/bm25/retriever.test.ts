@@ -65,7 +65,12 @@ describe('BM25 retriever (App. E "Retrieval")', () => {
 
   it('normalises paths and rejects duplicates and empty paths', () => {
     expect(buildBm25Index([{ path: './a\\b.py', content: '' }]).paths).toEqual(['a/b.py']);
-    expect(() => buildBm25Index([{ path: 'a.py', content: '' }, { path: './a.py', content: '' }])).toThrow(/"a.py" appears twice/);
+    expect(() =>
+      buildBm25Index([
+        { path: 'a.py', content: '' },
+        { path: './a.py', content: '' },
+      ]),
+    ).toThrow(/"a.py" appears twice/);
     expect(() => buildBm25Index([{ path: '.', content: '' }])).toThrow(/empty path/);
     expect(() => buildBm25Index(files, { pathWeight: -1 })).toThrow(/pathWeight/);
   });

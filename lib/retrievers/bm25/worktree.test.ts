@@ -69,7 +69,13 @@ describe('indexWorktree (App. E "Corpus")', () => {
 
   it('skips tests/ and test/ directories when tests are excluded', async () => {
     const { files } = await collectWorktreeFiles(root, { includeTests: false, maxFileBytes: 20_000 });
-    expect(files.map((f) => f.path)).toEqual(['environment/settings.py', 'pkg/core.py', 'pkg/env_utils.py', 'pkg/sub/models.py', 'setup.py']);
+    expect(files.map((f) => f.path)).toEqual([
+      'environment/settings.py',
+      'pkg/core.py',
+      'pkg/env_utils.py',
+      'pkg/sub/models.py',
+      'setup.py',
+    ]);
   });
 
   it('builds an index that retrieves a file from its own text', async () => {

@@ -1,12 +1,6 @@
 import { open, opendir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  BINARY_SNIFF_BYTES,
-  DEFAULT_MAX_FILE_BYTES,
-  INDEXED_EXTENSIONS,
-  SKIPPED_DIRECTORIES,
-  TEST_DIRECTORIES,
-} from './params';
+import { BINARY_SNIFF_BYTES, DEFAULT_MAX_FILE_BYTES, INDEXED_EXTENSIONS, SKIPPED_DIRECTORIES, TEST_DIRECTORIES } from './params';
 import { buildBm25Index, type Bm25Index, type Bm25Options, type SourceFile } from './retriever';
 
 /**

@@ -13,7 +13,8 @@ export interface TokenSpan {
 }
 
 export function chunkSpans(tokenCount: number, window: number, overlap: number): TokenSpan[] {
-  if (!Number.isInteger(tokenCount) || tokenCount < 0) throw new RangeError(`chunkSpans: tokenCount must be an integer >= 0, got ${tokenCount}`);
+  if (!Number.isInteger(tokenCount) || tokenCount < 0)
+    throw new RangeError(`chunkSpans: tokenCount must be an integer >= 0, got ${tokenCount}`);
   if (!Number.isInteger(window) || window < 1) throw new RangeError(`chunkSpans: window must be an integer >= 1, got ${window}`);
   if (!Number.isInteger(overlap) || overlap < 0 || overlap >= window) {
     throw new RangeError(`chunkSpans: overlap must be an integer in [0, window) = [0, ${window}), got ${overlap}`);

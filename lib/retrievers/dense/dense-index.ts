@@ -3,13 +3,7 @@ import { hashConfig } from '../../artifacts/config-hash';
 import { normalizeRepoPath } from '../../paths/normalize';
 import type { SourceFile } from '../bm25/retriever';
 import { chunkSpans, type TokenSpan } from './chunking';
-import {
-  embeddingCachePath,
-  readEmbeddingCache,
-  writeEmbeddingCache,
-  type CachedFile,
-  type CacheReadStatus,
-} from './embedding-cache';
+import { embeddingCachePath, readEmbeddingCache, writeEmbeddingCache, type CachedFile, type CacheReadStatus } from './embedding-cache';
 import { contentWindow, embedTokenSequences, wrapTokens, type EmbeddingModel } from './embedding-model';
 import { DEFAULT_CHUNK_OVERLAP_FRACTION } from './params';
 
@@ -88,7 +82,8 @@ export async function buildDenseIndex(
   const overlap = opts.chunkOverlap ?? Math.floor(window * DEFAULT_CHUNK_OVERLAP_FRACTION);
   chunkSpans(0, window, overlap); // validates the overlap before any work
   const filesPerGroup = opts.filesPerGroup ?? DEFAULT_FILES_PER_GROUP;
-  if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1) throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
+  if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1)
+    throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
   const checkpointMs = (opts.checkpointSeconds ?? DEFAULT_CHECKPOINT_SECONDS) * 1000;
   if (!(checkpointMs >= 0)) throw new RangeError(`checkpointSeconds must be a number >= 0, got ${opts.checkpointSeconds}`);
   const maxChunks = opts.maxChunksPerFile ?? Number.POSITIVE_INFINITY;
@@ -116,13 +111,21 @@ export async function buildDenseIndex(
   const toEmbed: number[] = [];
   files.forEach((_, i) => {
     const hit = cached?.files.get(paths[i]!);
-    if (hit !== undefined && hit.contentSha256 === shas[i] && hit.chunks.length > 0 && hit.chunks.every((c) => c.embedding.length === model.dimension)) {
+    if (
+      hit !== undefined &&
+      hit.contentSha256 === shas[i] &&
+      hit.chunks.length > 0 &&
+      hit.chunks.every((c) => c.embedding.length === model.dimension)
+    ) {
       entries[i] = hit;
     } else toEmbed.push(i);
   });
   const inIndex = new Set(paths);
   const otherCached: [string, CachedFile][] = opts.subsetOfCommit && cached ? [...cached.files].filter(([p]) => !inIndex.has(p)) : [];
-  const entriesSoFar = (): [string, CachedFile][] => [...otherCached, ...paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : []))];
+  const entriesSoFar = (): [string, CachedFile][] => [
+    ...otherCached,
+    ...paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : [])),
+  ];
 
   let embeddedTokens = 0;
   let lastWrite = Date.now();
@@ -142,7 +145,11 @@ export async function buildDenseIndex(
     // A sequence with no token at all (an empty file, a tokenizer without special tokens, no prompt) cannot
     // be run; its chunk gets the zero vector, which has cosine 0 with every query.
     const runnable = sequences.map((_, s) => s).filter((s) => sequences[s]!.length > 0);
-    const embedded = await embedTokenSequences(model, runnable.map((s) => sequences[s]!), { batchSize: opts.batchSize ?? model.batchSize });
+    const embedded = await embedTokenSequences(
+      model,
+      runnable.map((s) => sequences[s]!),
+      { batchSize: opts.batchSize ?? model.batchSize },
+    );
     const vectors: Float32Array[] = sequences.map(() => new Float32Array(model.dimension));
     runnable.forEach((s, j) => {
       vectors[s] = embedded[j]!;

@@ -54,7 +54,9 @@ const COMMIT_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 /** Where the cache of `commit` lives. The commit becomes a file name, so it must look like one. */
 export function embeddingCachePath(cacheDir: string, settingsKey: string, commit: string): string {
   if (!COMMIT_PATTERN.test(commit)) {
-    throw new Error(`dense embedding cache: commit ${JSON.stringify(commit)} is not a commit id (letters, digits, '.', '_', '-'; at most 128)`);
+    throw new Error(
+      `dense embedding cache: commit ${JSON.stringify(commit)} is not a commit id (letters, digits, '.', '_', '-'; at most 128)`,
+    );
   }
   return path.join(path.resolve(cacheDir), settingsKey.slice(0, 16), `${commit}.parquet`);
 }
@@ -68,7 +70,8 @@ export async function readEmbeddingCache(file: string, configHash: string): Prom
   const files = new Map<string, CachedFile>();
   if (!existsSync(file)) return { status: 'missing', files };
   const manifest = await readManifest(file);
-  if (manifest.status !== 'ok') return { status: 'unreadable', reason: manifest.status === 'missing' ? 'no manifest' : manifest.reason, files };
+  if (manifest.status !== 'ok')
+    return { status: 'unreadable', reason: manifest.status === 'missing' ? 'no manifest' : manifest.reason, files };
   if (manifest.manifest.configHash !== configHash) return { status: 'stale', reason: 'made with other model or chunking settings', files };
   if (manifest.manifest.schemaVersion !== EMBEDDING_CACHE_SCHEMA_VERSION) {
     return { status: 'stale', reason: `schema version ${manifest.manifest.schemaVersion}`, files };
@@ -99,7 +102,8 @@ export async function readEmbeddingCache(file: string, configHash: string): Prom
       const sha = shas.get(r) as string;
       const embedding = Float32Array.from((embeddings.get(r) as arrow.Vector<arrow.Float32>).toArray());
       if (dimension === -1) dimension = embedding.length;
-      if (embedding.length !== dimension || dimension === 0) throw new Error(`row ${r + 1}: embedding of length ${embedding.length}, expected ${dimension}`);
+      if (embedding.length !== dimension || dimension === 0)
+        throw new Error(`row ${r + 1}: embedding of length ${embedding.length}, expected ${dimension}`);
       let entry = files.get(filePath);
       if (!entry) files.set(filePath, (entry = { contentSha256: sha, chunks: [] }));
       if (entry.contentSha256 !== sha || chunkNumbers.get(r) !== entry.chunks.length) {

@@ -76,12 +76,20 @@ describe('loadEmbeddingModel on the fixture model', () => {
   it('tokenizes and embeds exactly like transformers + tokenizers + sentence-transformers mean pooling', async () => {
     const texts = fixture.reference.texts;
     for (const t of texts) expect(wrapTokens(model, model.tokenizer.encode(t.text), 'document')).toEqual(t.input_ids);
-    const vectors = await embedTexts(model, texts.map((t) => t.text), 'document');
+    const vectors = await embedTexts(
+      model,
+      texts.map((t) => t.text),
+      'document',
+    );
     texts.forEach((t, i) => expect(maxAbsDifference(vectors[i]!, t.mean_normalized)).toBeLessThan(1e-5));
   });
 
   it('gives cosine 1 for identical text and less for different text', async () => {
-    const [a, b, c] = await embedTexts(model, ['def add(a, b): return a + b', 'def add(a, b): return a + b', 'class Author(models.Model)'], 'query');
+    const [a, b, c] = await embedTexts(
+      model,
+      ['def add(a, b): return a + b', 'def add(a, b): return a + b', 'class Author(models.Model)'],
+      'query',
+    );
     expect(Math.abs(cosine(a!, b!) - 1)).toBeLessThan(1e-6);
     expect(cosine(a!, c!)).toBeLessThan(0.999);
   });
@@ -91,7 +99,11 @@ describe('loadEmbeddingModel on the fixture model', () => {
     expect(Math.abs(norm(normalised!) - 1)).toBeLessThan(1e-6);
     const dir = await copyModelFolder(fixture.modelDir, tmp, async (d) => {
       const modules = JSON.parse(await readFile(path.join(d, 'modules.json'), 'utf8')) as { type: string }[];
-      await writeJson(d, 'modules.json', modules.filter((m) => !m.type.endsWith('Normalize')));
+      await writeJson(
+        d,
+        'modules.json',
+        modules.filter((m) => !m.type.endsWith('Normalize')),
+      );
     });
     const raw = await open(dir);
     expect(raw.folder.normalize).toBe(false);
@@ -109,8 +121,16 @@ describe('loadEmbeddingModel on the fixture model', () => {
     });
     const cls = await open(dir);
     const texts = fixture.reference.texts;
-    const clsVectors = await embedTexts(cls, texts.map((t) => t.text), 'document');
-    const meanVectors = await embedTexts(model, texts.map((t) => t.text), 'document');
+    const clsVectors = await embedTexts(
+      cls,
+      texts.map((t) => t.text),
+      'document',
+    );
+    const meanVectors = await embedTexts(
+      model,
+      texts.map((t) => t.text),
+      'document',
+    );
     texts.forEach((t, i) => {
       expect(maxAbsDifference(clsVectors[i]!, t.cls)).toBeLessThan(1e-5);
       expect(cosine(clsVectors[i]!, meanVectors[i]!)).toBeLessThan(0.99);
@@ -149,7 +169,9 @@ describe('loadEmbeddingModel on the fixture model', () => {
     const [truncated] = await embedTexts(model, [long], 'query');
     const [direct] = await embedTokenSequences(model, [wrapTokens(model, ids.slice(0, window), 'query')]);
     expect(maxAbsDifference(truncated!, direct!)).toBe(0);
-    await expect(embedTokenSequences(model, [wrapTokens(model, ids, 'query')])).rejects.toThrow(/sequence 0 has \d+ tokens \(allowed 1\.\.32\)/);
+    await expect(embedTokenSequences(model, [wrapTokens(model, ids, 'query')])).rejects.toThrow(
+      /sequence 0 has \d+ tokens \(allowed 1\.\.32\)/,
+    );
   });
 
   it('puts the configured prompts before queries and documents', async () => {
@@ -180,10 +202,14 @@ describe('loadEmbeddingModel on the fixture model', () => {
     expect(maxAbsDifference(a!, b!)).toBe(0);
 
     const corrupt = await copyModelFolder(fixture.modelDir, tmp, (d) => writeFile(path.join(d, 'onnx/model.onnx'), 'not a graph'));
-    await expect(loadEmbeddingModel(corrupt)).rejects.toThrow(`embedding model ${corrupt}: onnxruntime cannot load ${path.join(corrupt, 'onnx/model.onnx')}`);
+    await expect(loadEmbeddingModel(corrupt)).rejects.toThrow(
+      `embedding model ${corrupt}: onnxruntime cannot load ${path.join(corrupt, 'onnx/model.onnx')}`,
+    );
     const noTokenizer = await copyModelFolder(fixture.modelDir, tmp, (d) => rm(path.join(d, 'tokenizer.json')));
     await expect(loadEmbeddingModel(noTokenizer)).rejects.toThrow(`embedding model ${noTokenizer}: tokenizer.json is missing`);
-    await expect(loadEmbeddingModel(path.join(tmp, 'nowhere'))).rejects.toThrow(`embedding model directory ${path.join(tmp, 'nowhere')} does not exist`);
+    await expect(loadEmbeddingModel(path.join(tmp, 'nowhere'))).rejects.toThrow(
+      `embedding model directory ${path.join(tmp, 'nowhere')} does not exist`,
+    );
     await expect(loadEmbeddingModel(fixture.modelDir, { batchSize: 0 })).rejects.toThrow(/batchSize must be a positive integer/);
   });
 });

@@ -72,12 +72,15 @@ export async function loadEmbeddingModel(dir: string, opts: EmbeddingModelOption
   const folder = await readModelFolder(dir, opts);
   const tokenizer = createTextTokenizer(folder);
   const sessionOptions: ort.InferenceSession.SessionOptions = { graphOptimizationLevel: 'all' };
-  if (opts.intraOpNumThreads !== undefined) sessionOptions.intraOpNumThreads = positiveInteger(opts.intraOpNumThreads, 1, 'intraOpNumThreads');
+  if (opts.intraOpNumThreads !== undefined)
+    sessionOptions.intraOpNumThreads = positiveInteger(opts.intraOpNumThreads, 1, 'intraOpNumThreads');
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(folder.onnxPath, sessionOptions);
   } catch (error) {
-    throw new Error(`embedding model ${folder.dir}: onnxruntime cannot load ${folder.onnxPath}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`embedding model ${folder.dir}: onnxruntime cannot load ${folder.onnxPath}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const inputs: GraphInput[] = [];
   const unknown: string[] = [];
@@ -182,7 +185,10 @@ export async function embedTokenSequences(
   const out = new Array<Float32Array>(sequences.length);
   for (let from = 0; from < order.length; from += batchSize) {
     const ids = order.slice(from, from + batchSize);
-    const vectors = await runBatch(model, ids.map((i) => sequences[i]!));
+    const vectors = await runBatch(
+      model,
+      ids.map((i) => sequences[i]!),
+    );
     ids.forEach((i, j) => {
       out[i] = vectors[j]!;
     });
@@ -214,7 +220,11 @@ async function runBatch(model: EmbeddingModel, batch: readonly (readonly number[
     const data = values[input.kind];
     feeds[input.name] =
       input.type === 'int64'
-        ? new ort.Tensor('int64', BigInt64Array.from(data, (v) => BigInt(v)), [rows, width])
+        ? new ort.Tensor(
+            'int64',
+            BigInt64Array.from(data, (v) => BigInt(v)),
+            [rows, width],
+          )
         : new ort.Tensor('int32', Int32Array.from(data), [rows, width]);
   }
   const results = await model.session.run(feeds);

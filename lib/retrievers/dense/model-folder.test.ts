@@ -66,7 +66,9 @@ describe('readModelFolder', () => {
       await writeJson(d, '1_Pooling/config.json', { pooling_mode_cls_token: true, pooling_mode_mean_tokens: false });
     });
     expect(await readModelFolder(dir)).toMatchObject({ pooling: ['cls'], normalize: false });
-    const several = await folder(async (d) => writeJson(d, '1_Pooling/config.json', { pooling_mode_mean_tokens: true, pooling_mode_max_tokens: true }));
+    const several = await folder(async (d) =>
+      writeJson(d, '1_Pooling/config.json', { pooling_mode_mean_tokens: true, pooling_mode_max_tokens: true }),
+    );
     expect((await readModelFolder(several)).pooling).toEqual(['max', 'mean']);
   });
 
@@ -110,7 +112,9 @@ describe('readModelFolder', () => {
     await expect(readModelFolder(file)).rejects.toThrow(/is not a directory/);
 
     const noGraph = await folder(async (d) => rm(path.join(d, 'onnx'), { recursive: true }));
-    await expect(readModelFolder(noGraph)).rejects.toThrow(`embedding model ${noGraph}: no ONNX graph (looked for model.onnx and onnx/model.onnx)`);
+    await expect(readModelFolder(noGraph)).rejects.toThrow(
+      `embedding model ${noGraph}: no ONNX graph (looked for model.onnx and onnx/model.onnx)`,
+    );
     const noTokenizer = await folder(async (d) => rm(path.join(d, 'tokenizer.json')));
     await expect(readModelFolder(noTokenizer)).rejects.toThrow(`embedding model ${noTokenizer}: tokenizer.json is missing`);
     const noModules = await folder(async (d) => rm(path.join(d, 'modules.json')));

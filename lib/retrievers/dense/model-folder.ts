@@ -111,7 +111,9 @@ function poolingFromConfig(dir: string, relative: string, config: z.infer<typeof
     throw new ModelFolderError(`embedding model ${dir}: ${relative} asks for weighted-mean pooling, which is not supported`);
   }
   if (config.include_prompt === false && hasPrompt) {
-    throw new ModelFolderError(`embedding model ${dir}: ${relative} sets include_prompt: false with a prompt configured, which is not supported`);
+    throw new ModelFolderError(
+      `embedding model ${dir}: ${relative} sets include_prompt: false with a prompt configured, which is not supported`,
+    );
   }
   const on: Record<PoolingMode, boolean | undefined> = {
     cls: config.pooling_mode_cls_token,
@@ -155,7 +157,12 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
   if (!(await isFile(tokenizerJsonPath))) {
     throw new ModelFolderError(`embedding model ${resolved}: tokenizer.json is missing (a HF tokenizers file is required)`);
   }
-  const tokenizerJson = parseWith(resolved, 'tokenizer.json', z.record(z.string(), z.unknown()), await readJson(resolved, 'tokenizer.json'));
+  const tokenizerJson = parseWith(
+    resolved,
+    'tokenizer.json',
+    z.record(z.string(), z.unknown()),
+    await readJson(resolved, 'tokenizer.json'),
+  );
   const tokenizerConfig = (await readOptionalJson(resolved, 'tokenizer_config.json', z.record(z.string(), z.unknown()))) ?? {};
   const files = [...(await onnxFiles(onnxPath)), tokenizerJsonPath];
   const note = async (relative: string): Promise<void> => {
@@ -178,12 +185,15 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
     const kinds = modules.map((m) => m.type.split('.').pop()!);
     const unsupported = modules.filter((_, i) => !SUPPORTED_MODULES.has(kinds[i]!)).map((m) => m.type);
     if (unsupported.length > 0) {
-      throw new ModelFolderError(`embedding model ${resolved}: modules.json lists modules this retriever cannot run: ${unsupported.join(', ')}`);
+      throw new ModelFolderError(
+        `embedding model ${resolved}: modules.json lists modules this retriever cannot run: ${unsupported.join(', ')}`,
+      );
     }
     normalize ??= kinds.includes('Normalize');
     if (pooling === undefined) {
       const poolingModule = modules[kinds.indexOf('Pooling')];
-      if (!poolingModule) throw new ModelFolderError(`embedding model ${resolved}: modules.json lists no Pooling module (or pass pooling explicitly)`);
+      if (!poolingModule)
+        throw new ModelFolderError(`embedding model ${resolved}: modules.json lists no Pooling module (or pass pooling explicitly)`);
       const relative = path.posix.join(poolingModule.path, 'config.json');
       if (!(await isFile(path.join(resolved, relative)))) {
         throw new ModelFolderError(`embedding model ${resolved}: ${relative} is missing (the Pooling module's config)`);
@@ -214,7 +224,8 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
   if (!Number.isInteger(maxSequenceLength) || maxSequenceLength < 2) {
     throw new ModelFolderError(`embedding model ${resolved}: maximum sequence length must be an integer >= 2, got ${maxSequenceLength}`);
   }
-  for (const relative of ['tokenizer_config.json', 'config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json']) await note(relative);
+  for (const relative of ['tokenizer_config.json', 'config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json'])
+    await note(relative);
 
   return {
     dir: resolved,

@@ -4,8 +4,18 @@ import { l2NormalizeInPlace, poolTokenEmbeddings, type TokenEmbeddings } from '.
 // Two sequences of width 3, hidden 2; the second has one padding position whose values must never count.
 const tokens: TokenEmbeddings = {
   data: Float32Array.from([
-    1, 2, /**/ 3, 4, /**/ 5, -6, // sequence 0: three real tokens
-    -1, 0, /**/ 7, 8, /**/ 100, 100, // sequence 1: two real tokens, then padding
+    1,
+    2,
+    /**/ 3,
+    4,
+    /**/ 5,
+    -6, // sequence 0: three real tokens
+    -1,
+    0,
+    /**/ 7,
+    8,
+    /**/ 100,
+    100, // sequence 1: two real tokens, then padding
   ]),
   batch: 2,
   sequence: 3,
@@ -52,7 +62,9 @@ describe('poolTokenEmbeddings', () => {
   });
 
   it('rejects a sequence with no unmasked token, a wrong shape and no mode', () => {
-    expect(() => poolTokenEmbeddings({ ...tokens, mask: Uint8Array.from([1, 1, 1, 0, 0, 0]) }, ['mean'])).toThrow(/sequence 1 .*no unmasked token/);
+    expect(() => poolTokenEmbeddings({ ...tokens, mask: Uint8Array.from([1, 1, 1, 0, 0, 0]) }, ['mean'])).toThrow(
+      /sequence 1 .*no unmasked token/,
+    );
     expect(() => poolTokenEmbeddings({ ...tokens, hidden: 3 }, ['mean'])).toThrow(/do not make a \[2, 3, 3\] tensor/);
     expect(() => poolTokenEmbeddings(tokens, [])).toThrow(/no pooling mode/);
   });

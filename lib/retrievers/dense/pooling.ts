@@ -25,7 +25,8 @@ export function poolTokenEmbeddings(tokens: TokenEmbeddings, modes: readonly Poo
   if (data.length !== batch * sequence * hidden) {
     throw new Error(`poolTokenEmbeddings: ${data.length} values do not make a [${batch}, ${sequence}, ${hidden}] tensor`);
   }
-  if (mask.length !== batch * sequence) throw new Error(`poolTokenEmbeddings: mask has ${mask.length} entries, expected ${batch * sequence}`);
+  if (mask.length !== batch * sequence)
+    throw new Error(`poolTokenEmbeddings: mask has ${mask.length} entries, expected ${batch * sequence}`);
   const ordered = POOLING_MODES.filter((m) => modes.includes(m));
   const out: Float32Array[] = [];
   for (let b = 0; b < batch; b++) {

@@ -7,7 +7,14 @@ import { readParquetObjects } from '../../artifacts/read-parquet';
 import { manifestPathFor } from '../../artifacts/manifest';
 import { chunkSpans } from './chunking';
 import { buildDenseIndex, type DenseIndex } from './dense-index';
-import { contentWindow, embedTokenSequences, loadEmbeddingModel, releaseEmbeddingModel, wrapTokens, type EmbeddingModel } from './embedding-model';
+import {
+  contentWindow,
+  embedTokenSequences,
+  loadEmbeddingModel,
+  releaseEmbeddingModel,
+  wrapTokens,
+  type EmbeddingModel,
+} from './embedding-model';
 import { denseScores, retrieveDense } from './retrieve';
 import { fixtureModel } from '../../../test/fixtures/retrievers/dense-fixture';
 import { indexWorktreeDense } from './worktree';
@@ -87,7 +94,10 @@ describe('indexWorktreeDense', () => {
     expect(spans.length).toBeGreaterThan(5);
     const f = index.paths.indexOf('pkg/long_module.py');
     expect(index.chunkSpans.filter((_, c) => index.chunkFile[c] === f)).toEqual(spans);
-    const direct = await embedTokenSequences(model, spans.map((s) => wrapTokens(model, ids.slice(s.start, s.end), 'document')));
+    const direct = await embedTokenSequences(
+      model,
+      spans.map((s) => wrapTokens(model, ids.slice(s.start, s.end), 'document')),
+    );
     chunkVectors(index, 'pkg/long_module.py').forEach((v, i) => {
       for (let d = 0; d < v.length; d++) expect(Math.abs(v[d]! - direct[i]![d]!)).toBeLessThan(1e-5);
     });
@@ -156,7 +166,16 @@ describe('retrieveDense', () => {
   });
 
   it('refuses duplicate and empty paths', async () => {
-    await expect(buildDenseIndex([{ path: 'a.py', content: 'x' }, { path: './a.py', content: 'y' }], commit, model)).rejects.toThrow(/"a.py" appears twice/);
+    await expect(
+      buildDenseIndex(
+        [
+          { path: 'a.py', content: 'x' },
+          { path: './a.py', content: 'y' },
+        ],
+        commit,
+        model,
+      ),
+    ).rejects.toThrow(/"a.py" appears twice/);
     await expect(buildDenseIndex([{ path: '', content: 'x' }], commit, model)).rejects.toThrow(/empty path/);
   });
 });
@@ -168,7 +187,10 @@ describe('the Parquet embedding cache', () => {
     expect(first.stats.cache).toMatchObject({ read: 'missing', written: true });
     const cacheFile = first.stats.cache!.path;
     expect(path.basename(cacheFile)).toBe(`${commit}.parquet`);
-    expect(JSON.parse(await readFile(manifestPathFor(cacheFile), 'utf8'))).toMatchObject({ schema: 'dense-embeddings', rows: first.stats.chunks });
+    expect(JSON.parse(await readFile(manifestPathFor(cacheFile), 'utf8'))).toMatchObject({
+      schema: 'dense-embeddings',
+      rows: first.stats.chunks,
+    });
     const rows = await readParquetObjects(cacheFile);
     expect(rows).toHaveLength(first.stats.chunks);
     expect(rows[0]).toMatchObject({ path: 'pkg/__init__.py', chunk: 0, token_start: 0, token_end: 0 });

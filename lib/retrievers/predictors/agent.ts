@@ -2,7 +2,15 @@ import { episodeToPredictionRow, runAgentRetriever } from '../../agent';
 import { LlmError, LlmRequestRejectedError } from '../../llm/errors';
 import { locationsToSets } from '../../metrics/levels';
 import type { RetrieverConfig } from '../../../schemas/evaluation';
-import { emptyPrediction, failedPrediction, noWorktree, PredictorFailure, type OutputShape, type Predictor, type PredictorContext } from './predictor';
+import {
+  emptyPrediction,
+  failedPrediction,
+  noWorktree,
+  PredictorFailure,
+  type OutputShape,
+  type Predictor,
+  type PredictorContext,
+} from './predictor';
 
 /**
  * The agent retriever on an OpenAI-compatible endpoint. A request the endpoint rejects fails that instance; a
@@ -36,15 +44,32 @@ export function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agen
         if (context.signal.aborted) throw error;
         if (error instanceof LlmRequestRejectedError) return failedPrediction(instance, retriever, shape, error.message);
         if (error instanceof LlmError) {
-          throw new PredictorFailure(error.failureType, error.nonRetryable, `agent retriever "${retriever.name}" on instance ${instance.instanceId}: ${error.message}`);
+          throw new PredictorFailure(
+            error.failureType,
+            error.nonRetryable,
+            `agent retriever "${retriever.name}" on instance ${instance.instanceId}: ${error.message}`,
+          );
         }
         return failedPrediction(instance, retriever, shape, (error as Error).message);
       }
       const row = episodeToPredictionRow(result, retriever.name);
-      const usage = { turns: row.turns, toolCalls: row.toolCalls, promptTokens: row.promptTokens, completionTokens: row.completionTokens, answerValid: row.answerValid, endReason: row.endReason };
+      const usage = {
+        turns: row.turns,
+        toolCalls: row.toolCalls,
+        promptTokens: row.promptTokens,
+        completionTokens: row.completionTokens,
+        answerValid: row.answerValid,
+        endReason: row.endReason,
+      };
       if (codescout) {
         const sets = locationsToSets(row.locations);
-        return { ...emptyPrediction(instance, retriever, shape), ...usage, files: [...sets.files], modules: [...sets.modules], functions: [...sets.functions] };
+        return {
+          ...emptyPrediction(instance, retriever, shape),
+          ...usage,
+          files: [...sets.files],
+          modules: [...sets.modules],
+          functions: [...sets.functions],
+        };
       }
       return { ...emptyPrediction(instance, retriever, shape), ...usage, files: row.files, lineRanges: row.lineRanges };
     },

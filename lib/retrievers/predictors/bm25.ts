@@ -12,7 +12,11 @@ export function bm25Predictor(retriever: Extract<RetrieverConfig, { kind: 'bm25'
     concurrency: 1,
     async predict(instance) {
       if (!instance.worktreePath) return failedPrediction(instance, retriever, shape, noWorktree(instance));
-      const ranked = retrieveTopK(await index(instance.worktreePath, instance.baseCommit), instance.problemStatement, Math.max(retriever.k, RANKED_DEPTH)).map((r) => r.path);
+      const ranked = retrieveTopK(
+        await index(instance.worktreePath, instance.baseCommit),
+        instance.problemStatement,
+        Math.max(retriever.k, RANKED_DEPTH),
+      ).map((r) => r.path);
       return { ...emptyPrediction(instance, retriever, shape), ranked, files: ranked.slice(0, retriever.k) };
     },
     close: async () => undefined,

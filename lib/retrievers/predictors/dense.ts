@@ -3,11 +3,31 @@ import { RANKED_DEPTH } from '../../reports';
 import type { RetrieverConfig } from '../../../schemas/evaluation';
 import { retrieveTopK } from '../bm25/retriever';
 import { collectWorktreeFiles, indexWorktree, type WorktreeIndex } from '../bm25/worktree';
-import { buildDenseIndex, indexWorktreeDense, loadEmbeddingModel, releaseEmbeddingModel, retrieveDense, type DenseWorktreeIndex, type EmbeddingModel } from '../dense';
-import { emptyPrediction, failedPrediction, lastIndexCache, noWorktree, PredictorFailure, type OutputShape, type Predictor, type PredictorContext } from './predictor';
+import {
+  buildDenseIndex,
+  indexWorktreeDense,
+  loadEmbeddingModel,
+  releaseEmbeddingModel,
+  retrieveDense,
+  type DenseWorktreeIndex,
+  type EmbeddingModel,
+} from '../dense';
+import {
+  emptyPrediction,
+  failedPrediction,
+  lastIndexCache,
+  noWorktree,
+  PredictorFailure,
+  type OutputShape,
+  type Predictor,
+  type PredictorContext,
+} from './predictor';
 
 /** The dense embedding retriever; a model folder that cannot be loaded fails the shard (ConfigError). */
-export async function densePredictor(retriever: Extract<RetrieverConfig, { kind: 'dense' }>, context: PredictorContext): Promise<Predictor> {
+export async function densePredictor(
+  retriever: Extract<RetrieverConfig, { kind: 'dense' }>,
+  context: PredictorContext,
+): Promise<Predictor> {
   const shape: OutputShape = { ranked: true, lineRanges: false, modules: false, functions: false };
   let model: EmbeddingModel;
   try {
@@ -17,14 +37,21 @@ export async function densePredictor(retriever: Extract<RetrieverConfig, { kind:
   }
   const scan = { includeTests: !retriever.excludeTests };
   const denseOptions = { cacheDir: context.embeddingCacheDir, maxChunksPerFile: retriever.maxChunksPerFile };
-  const index = lastIndexCache((root, commit): Promise<DenseWorktreeIndex> => indexWorktreeDense(root, commit, model, { ...scan, ...denseOptions }));
+  const index = lastIndexCache((root, commit): Promise<DenseWorktreeIndex> =>
+    indexWorktreeDense(root, commit, model, { ...scan, ...denseOptions }),
+  );
   // With bm25Candidates the corpus is the instance's BM25 top files (same walker, same App. E index).
   const bm25Index = lastIndexCache((root): Promise<WorktreeIndex> => indexWorktree(root, scan));
   const candidateIndex = async (instance: EvaluationInstance, root: string, top: number) => {
     const bm25 = await bm25Index(root, instance.baseCommit);
     const candidates = new Set(retrieveTopK(bm25, instance.problemStatement, top).map((r) => r.path));
     const { files } = await collectWorktreeFiles(root, scan);
-    return buildDenseIndex(files.filter((f) => candidates.has(f.path)), instance.baseCommit, model, { ...denseOptions, subsetOfCommit: true });
+    return buildDenseIndex(
+      files.filter((f) => candidates.has(f.path)),
+      instance.baseCommit,
+      model,
+      { ...denseOptions, subsetOfCommit: true },
+    );
   };
   return {
     concurrency: 1,

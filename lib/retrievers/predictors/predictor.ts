@@ -59,7 +59,12 @@ export function emptyPrediction(instance: EvaluationInstance, retriever: Retriev
   };
 }
 
-export function failedPrediction(instance: EvaluationInstance, retriever: RetrieverConfig, shape: OutputShape, error: string): EvaluationPrediction {
+export function failedPrediction(
+  instance: EvaluationInstance,
+  retriever: RetrieverConfig,
+  shape: OutputShape,
+  error: string,
+): EvaluationPrediction {
   return { ...emptyPrediction(instance, retriever, shape), error };
 }
 
