@@ -1,66 +1,19 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, readRows, writeBytesAtomically, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { hashConfig, writeBytesAtomically, writeJsonArtifact } from '../lib/artifacts';
+import { mergeShards } from '../lib/evaluation/merge-shards';
 import { F_BETA, HIGH_QUALITY_F_THRESHOLD } from '../lib/metrics/params';
 import { renderHtmlReport, renderMarkdownReport, summarizeRetriever, type RetrieverInstances, type ScoredInstance } from '../lib/reports';
-import type { ArtifactRef } from '../schemas/artifact-ref';
 import {
-  EVALUATION_METRICS_SCHEMA_NAME,
-  EVALUATION_PREDICTIONS_SCHEMA_NAME,
   EVALUATION_SCHEMA_VERSION,
   EVALUATION_SUMMARY_SCHEMA_NAME,
-  EvaluationShardRowSchema,
-  METRIC_COLUMNS,
-  PREDICTION_COLUMNS,
   SummarizeEvaluationInputSchema,
-  evaluationPredictionsArrowSchema,
-  instanceMetricsArrowSchema,
   type EvaluationShardRow,
   type EvaluationSummary,
   type SummarizeEvaluationInput,
   type SummarizeEvaluationOutput,
 } from '../schemas/evaluation';
 import { ProgressReporter } from './kit';
-
-async function readShardRows(refs: readonly ArtifactRef[]): Promise<EvaluationShardRow[]> {
-  const rows: EvaluationShardRow[] = [];
-  for (const ref of refs) {
-    for await (const record of readRows(ref.uri)) {
-      if ('error' in record) throw new Error(`evaluation shard ${ref.uri} row ${record.ordinal}: ${record.error}`);
-      const parsed = EvaluationShardRowSchema.safeParse(record.row);
-      if (!parsed.success)
-        throw new Error(
-          `evaluation shard ${ref.uri} row ${record.ordinal}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-        );
-      rows.push(parsed.data);
-    }
-  }
-  return rows;
-}
-
-function project(row: Record<string, unknown>, columns: readonly string[]): Record<string, unknown> {
-  return Object.fromEntries(columns.map((c) => [c, row[c]]));
-}
-
-async function mergedArtifact(
-  file: string,
-  schemaName: string,
-  arrowSchema: typeof evaluationPredictionsArrowSchema,
-  columns: readonly string[],
-  rows: readonly EvaluationShardRow[],
-  inputs: ArtifactRef[],
-): Promise<ArtifactRef> {
-  const expectation = {
-    schemaName,
-    schemaVersion: EVALUATION_SCHEMA_VERSION,
-    inputs,
-    configHash: hashConfig({ stage: schemaName, columns }),
-  };
-  return (
-    (await findCachedArtifact(file, expectation)) ??
-    writeParquetArtifact({ path: file, arrowSchema, rows: rows.map((r) => project(r, columns)), ...expectation })
-  );
-}
 
 /**
  * The evaluation's summary: merges the shards into `predictions.parquet` and `metrics.parquet` (all retrievers,
@@ -74,23 +27,7 @@ export async function summarizeEvaluation(rawInput: SummarizeEvaluationInput): P
     const outputDir = input.plan.outputDir;
     const shardRefs = input.shards.flatMap((s) => s.refs);
     keepAlive.report({ stage: 'report', done: 0, total: 3, unit: 'steps', counts: {} });
-    const rows = await readShardRows(shardRefs);
-    const predictions = await mergedArtifact(
-      path.join(outputDir, 'predictions.parquet'),
-      EVALUATION_PREDICTIONS_SCHEMA_NAME,
-      evaluationPredictionsArrowSchema,
-      PREDICTION_COLUMNS,
-      rows,
-      shardRefs,
-    );
-    const metrics = await mergedArtifact(
-      path.join(outputDir, 'metrics.parquet'),
-      EVALUATION_METRICS_SCHEMA_NAME,
-      instanceMetricsArrowSchema,
-      METRIC_COLUMNS,
-      rows,
-      shardRefs,
-    );
+    const { rows, predictions, metrics } = await mergeShards(outputDir, shardRefs);
     keepAlive.report({ stage: 'report', done: 1, total: 3, unit: 'steps', counts: {} });
 
     const { bootstrap } = input.evaluation;

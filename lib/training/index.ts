@@ -20,3 +20,12 @@ export { segmentResult, segmentStoppedBy, trainerFailure, trainingNodeProblem, t
 export { writeSegmentMetrics } from './segment-metrics';
 export { runTrainer, TrainerStartError, type TrainerRun, type TrainerStopReason } from './run-trainer';
 export { NoTrainableSamplesError, setUpSegment, type SegmentSetup } from './segment-setup';
+export {
+  inspectRun,
+  runTrainingSegment,
+  SegmentCancelledError,
+  SegmentConfigError,
+  TrainerExitError,
+  type SegmentContext,
+  type SegmentLog,
+} from './run-segment';
