@@ -1,9 +1,9 @@
-import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { segmentDir, segmentMetricsPath, trainingLayout } from '../training/layout';
 
 /**
- * Where a training run's state lives locally and in the store (issue #13). The local layout is the one of
- * activities/training-metrics.ts `trainingLayout` (repeated here: lib/ does not import activities/):
+ * Where a training run's state lives locally and in the store (issue #13). The local layout is lib/training's
+ * (`trainingLayout`, `segmentDir`, `segmentMetricsPath`):
  *
  *     <runDir>/training/trainer/checkpoints/step-NNNNNNNN/   a checkpoint (complete when it holds COMPLETE)
  *     <runDir>/training/trainer/recipe.json                   the effective recipe the trainer resolved
@@ -20,16 +20,12 @@ export const stepDirName = (step: number) => `step-${pad(step, 8)}`;
 export const segmentName = (segment: number) => `segment-${pad(segment, 4)}`;
 
 export function localTraining(runDir: string) {
-  const root = path.join(runDir, 'training');
+  const layout = trainingLayout(runDir);
   return {
-    root,
-    trainerOutput: path.join(root, 'trainer'),
-    checkpoints: path.join(root, 'trainer', 'checkpoints'),
-    recipe: path.join(root, 'trainer', 'recipe.json'),
-    segments: path.join(root, 'segments'),
-    segmentDir: (segment: number) => path.join(root, 'segments', segmentName(segment)),
-    metricsDir: path.join(root, 'metrics'),
-    segmentMetrics: (segment: number) => path.join(root, 'metrics', `${segmentName(segment)}.parquet`),
+    ...layout,
+    recipe: path.join(layout.trainerOutput, 'recipe.json'),
+    segmentDir: (segment: number) => segmentDir(runDir, segment),
+    segmentMetrics: (segment: number) => segmentMetricsPath(runDir, segment),
   };
 }
 
@@ -49,20 +45,5 @@ export function storeTraining(runId: string) {
   };
 }
 
-/** The complete local checkpoints (`step-N/` holding the trainer's COMPLETE marker), oldest first. */
-export function localCheckpoints(runDir: string): { step: number; path: string }[] {
-  const dir = localTraining(runDir).checkpoints;
-  if (!existsSync(dir)) return [];
-  const found: { step: number; path: string }[] = [];
-  for (const name of readdirSync(dir)) {
-    const match = /^step-(\d+)$/.exec(name);
-    if (!match || !existsSync(path.join(dir, name, 'COMPLETE'))) continue;
-    found.push({ step: Number(match[1]), path: path.join(dir, name) });
-  }
-  return found.sort((a, b) => a.step - b.step);
-}
-
-/** The newest complete local checkpoint. */
-export function newestLocalCheckpoint(runDir: string): { step: number; path: string } | null {
-  return localCheckpoints(runDir).at(-1) ?? null;
-}
+/** The complete local checkpoints, oldest first, and the newest (lib/training's). */
+export { completeCheckpoints as localCheckpoints, newestCheckpoint as newestLocalCheckpoint } from '../training/checkpoints';
