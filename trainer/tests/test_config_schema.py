@@ -14,7 +14,10 @@ MINIMAL = {"model_path": "/models/qwen3", "output_dir": "/runs/a", "env_url": "h
 def test_the_schema_names_exactly_the_configs_keys():
     with open(SCHEMA_PATH, encoding="utf-8") as f:
         schema = json.load(f)
-    names = lambda cls: {f.name for f in dataclasses.fields(cls)}
+
+    def names(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+
     assert set(schema["properties"]) == names(TrainConfig)
     for key, cls in (("lora", LoraConfig), ("data", DataConfig), ("vllm", VllmConfig)):
         assert set(schema["properties"][key]["properties"]) == names(cls), key
