@@ -1,7 +1,7 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { bool, columns, float64, int32, list, nullable, struct, utf8 } from './columns';
+import { bool, columns, float64, int32, list, nullable, nullish, struct, utf8 } from './columns';
 
 describe('column lists', () => {
   const row = columns({
@@ -39,5 +39,13 @@ describe('column lists', () => {
     expect(row.zod.safeParse({ ...good, tokens: 1.5 }).success).toBe(false);
     expect(row.zod.safeParse({ ...good, ranges: [{ start: 1, end: 2 }] }).success).toBe(true);
     expect(row.zod.safeParse({ ...good, error: undefined }).success).toBe(false);
+  });
+
+  it('nullish: a nullable Arrow field whose zod key may also be absent or undefined', () => {
+    const withNote = columns({ path: utf8(), note: nullish(utf8(z.string().min(1))) });
+    expect(withNote.fields().map((f) => `${f.name}:${f.type}:${f.nullable}`)).toEqual(['path:Utf8:false', 'note:Utf8:true']);
+    for (const note of ['x', null, undefined]) expect(withNote.zod.safeParse({ path: 'a.py', note }).success).toBe(true);
+    expect(withNote.zod.parse({ path: 'a.py' })).toEqual({ path: 'a.py' });
+    expect(withNote.zod.safeParse({ path: 'a.py', note: '' }).success).toBe(false);
   });
 });

@@ -50,6 +50,10 @@ export function bool(zod: z.ZodType = z.boolean()): Column {
 /** The same column, null allowed (Arrow field nullable, zod `.nullable()`). */
 export const nullable = <Z extends z.ZodType>(of: Column<Z>): Column<z.ZodNullable<Z>> => column(of.arrowType, of.zod.nullable(), true);
 
+/** Null allowed, and in zod the key may also be absent or undefined (`.nullish()`): code may leave it out, Parquet gives null. */
+export const nullish = <Z extends z.ZodType>(of: Column<Z>): Column<z.ZodOptional<z.ZodNullable<Z>>> =>
+  column(of.arrowType, of.zod.nullish(), true);
+
 /** A list column; its items are non-null unless `of` is `nullable(…)`. `zod` overrides the array schema (e.g. `.min(1)`). */
 export function list<Z extends z.ZodType>(of: Column<Z>): Column<z.ZodArray<Z>>;
 export function list<A extends z.ZodType>(of: Column, zod: A): Column<A>;

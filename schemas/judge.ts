@@ -1,5 +1,5 @@
-import { Field, Float64, Int32, Schema, Utf8 } from 'apache-arrow';
 import { z } from 'zod';
+import { columns, float64, int32, nullable, nullish, utf8 } from './columns';
 
 /**
  * CATM stage 2 (CodeGrep §3.4, App. A.2): a mined file view goes in as a JudgeCandidate, a Judgement comes out.
@@ -36,39 +36,31 @@ export function keepsFile(verdict: JudgeVerdict): boolean {
 
 export const JUDGE_REPLY_MAX_CHARS = 500;
 
-export const JudgementSchema = z.object({
-  trajectoryId: z.string().min(1),
-  instanceId: z.string().min(1),
-  path: z.string().min(1),
-  verdict: JudgeVerdictSchema,
+/** One judged candidate: a row of the `judgements` artifact. */
+export const judgementColumns = columns({
+  trajectoryId: utf8(z.string().min(1)),
+  instanceId: utf8(z.string().min(1)),
+  path: utf8(z.string().min(1)),
+  verdict: utf8(JudgeVerdictSchema),
   /**
    * The judge's answer with <think> blocks removed (the raw reply when nothing else is left), cut to
    * JUDGE_REPLY_MAX_CHARS; empty when no reply was received.
    */
-  reply: z.string().max(JUDGE_REPLY_MAX_CHARS),
+  reply: utf8(z.string().max(JUDGE_REPLY_MAX_CHARS)),
   /** HTTP attempts spent on this candidate; 0 when no request was made. */
-  attempts: z.number().int().nonnegative(),
+  attempts: int32(z.number().int().nonnegative()),
   /** The model asked; null when no judge ran (`judge: none`). */
-  model: z.string().nullable(),
+  model: nullable(utf8()),
   /** Wall time for this candidate, retries and backoff included. */
-  latencyMs: z.number().nonnegative(),
+  latencyMs: float64(z.number().nonnegative()),
   /** Set when the call failed after every retry (the verdict is then DEFAULTED). Parquet gives null back. */
-  error: z.string().nullish(),
+  error: nullish(utf8()),
 });
+export const JudgementSchema = judgementColumns.zod;
 export type Judgement = z.infer<typeof JudgementSchema>;
 
 export const JUDGEMENT_SCHEMA_NAME = 'catm.judgements';
 export const JUDGEMENT_SCHEMA_VERSION = 1;
 
-/** Explicit column types for the judgements Parquet (lib/artifacts writes it and stamps name and version). */
-export const judgementArrowSchema = new Schema([
-  new Field('trajectoryId', new Utf8(), false),
-  new Field('instanceId', new Utf8(), false),
-  new Field('path', new Utf8(), false),
-  new Field('verdict', new Utf8(), false),
-  new Field('reply', new Utf8(), false),
-  new Field('attempts', new Int32(), false),
-  new Field('model', new Utf8(), true),
-  new Field('latencyMs', new Float64(), false),
-  new Field('error', new Utf8(), true),
-]);
+/** The judgements Parquet's column types, from the same column list (lib/artifacts writes it and stamps name and version). */
+export const judgementArrowSchema = judgementColumns.arrowSchema();
