@@ -244,7 +244,19 @@ describe('atomic writes survive a crash of the store mid-upload', () => {
       mkdirSync(dir, { recursive: true });
       second = await startSeaweedS3(dir); // the same data directory, new ports
       const after = openArtifactStore('s3://crash-test/run', settings(second));
-      expect((await after.getBytes('model/weights.bin'))!.toString()).toBe('the old weights\n');
+      // A restarted SeaweedFS answers InternalError until its volume server has registered with its master again
+      // (seconds on a loaded machine): wait for it to serve, then read. A missing object is null, not an error.
+      const readWhenServing = async (deadline = Date.now() + 60_000): Promise<Buffer | null> => {
+        for (;;) {
+          try {
+            return await after.getBytes('model/weights.bin');
+          } catch (error) {
+            if (Date.now() > deadline) throw error;
+            await new Promise((r) => setTimeout(r, 500));
+          }
+        }
+      };
+      expect((await readWhenServing())!.toString()).toBe('the old weights\n');
       // Every object in the bucket, seen raw (the store's own list hides in-flight temporary keys).
       const raw = new S3Client({ endpoint: second.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3.credentials! });
       const listed = await raw.send(new ListObjectsV2Command({ Bucket: 'crash-test' }));

@@ -114,11 +114,11 @@ describe('finding 4: 200 concurrent calls', () => {
     const stillRunning = done.filter((d) => d.doneAt >= abortedAt);
     const cancelled = stillRunning.filter((d) => d.result.status === 'error' && /cancelled/.test(d.result.message ?? ''));
     expect(cancelled.length).toBeGreaterThan(0);
-    // A call whose program had already finished when the abort came may still settle `ok` just after it (its
-    // result was waiting on the event loop, more so on a busy machine); any other end after the abort is a
-    // cancellation.
+    // A call whose program had already finished when the abort came may still settle with its result (`ok`, or
+    // `truncated` for a long listing) just after it (the result was waiting on the event loop, more so on a busy
+    // machine); any other end after the abort is a cancellation.
     for (const d of stillRunning) {
-      if (d.result.status === 'ok') expect(d.doneAt - abortedAt).toBeLessThanOrEqual(100);
+      if (d.result.status === 'ok' || d.result.status === 'truncated') expect(d.doneAt - abortedAt).toBeLessThanOrEqual(100);
       else expect(d.result).toMatchObject({ status: 'error', message: expect.stringMatching(/cancelled/) });
     }
     // The killed groups' permits come back once the kernel has reaped them.
