@@ -312,8 +312,10 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     const handle = await client.workflow.start('training', {
       taskQueue: cpuQueue,
       workflowId: `${runId}/training`,
-      // One segment per workflow run: the second segment runs in a continue-as-new run that carries the state.
-      args: [trainingInput(runId, { steps: 20, segmentSteps: 20, maxSegmentsPerRun: 1 })],
+      // One segment per workflow run: the second segment runs in a continue-as-new run that carries the state. A
+      // budget far beyond what runs before the pause (the CLI calls below take seconds each; a quiet machine once ran
+      // all of 20 steps before the pause came).
+      args: [trainingInput(runId, { steps: 200, segmentSteps: 200, maxSegmentsPerRun: 1 })],
     });
     await waitFor(async () => (await status(handle)).step >= 2, 200_000, 'step 2');
     const refused = await codegrep('training', 'budget', runId, '--steps', '1');
@@ -337,7 +339,7 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     expect((await status(handle)).step).toBe(paused.step);
     const shown = await codegrep('training', 'status', runId);
     expect(shown.stdout).toContain(`${runId}/training: RUNNING`);
-    expect(shown.stdout).toContain(`steps       ${paused.step} / 20`);
+    expect(shown.stdout).toContain(`steps       ${paused.step} / 200`);
     expect(shown.stdout).toContain('state       paused — SMOKE RUN');
 
     const budget = await codegrep('training', 'budget', runId, '--steps', String(paused.step + 1));
