@@ -20,6 +20,11 @@ describe('workflow replay of committed histories', () => {
     // The evaluation workflow's: bm25 and a predictions file over 2 shards each, and an agent retriever whose
     // endpoint refuses the key (its shards fail, the retriever is reported and left out).
     expect(histories.map((h) => h.file)).toContain('eval2_evaluation.json');
+    // The downstream workflow's (acme/calc, none + oracle over 3 instances) and the demo's training stage (a smoke
+    // run: one segment on the GPU queue, the report) with the pipeline that ran it after issue #15's TrainingRun.
+    expect(histories.map((h) => h.file)).toEqual(
+      expect.arrayContaining(['acme-calc_downstream.json', 'demo3_training.json', 'demo3_pipeline.json']),
+    );
   });
 
   it('replays every committed history without nondeterminism', async () => {
