@@ -20,6 +20,8 @@ command -v git >/dev/null || missing+=(git)
 command -v rg >/dev/null || missing+=(ripgrep)
 # prlimit caps every sandboxed program's memory and CPU (lib/sandbox/subprocess.ts; sh's ulimit otherwise).
 command -v prlimit >/dev/null || missing+=(util-linux)
+# bubblewrap: every agent tool process runs in a namespace that holds only its worktree (lib/sandbox/namespace.ts).
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v python3 >/dev/null || missing+=(python3 python3-venv)
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -1,0 +1,178 @@
+import { execFile } from 'node:child_process';
+import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, writeFileSync, chmodSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { constants as osConstants } from 'node:os';
+import { findExecutable } from './executables';
+
+/**
+ * Isolation by construction: every tool process runs in a bubblewrap (bwrap) sandbox whose mount namespace
+ * holds the system's programs and libraries (read-only) and the one worktree, and no other data. Outward
+ * symlinks then resolve to nothing, `.git` is empty, and nothing outside the worktree can be read, listed or
+ * probed, whatever flags or output shapes a program has. Each sandbox also has its own PID, IPC, UTS,
+ * cgroup and network namespaces (no network at all), drops every capability, starts a new session (no
+ * terminal injection) and dies with its parent. The flag allowlist and the path guard stay as a second layer.
+ *
+ * `filter-only` is the old behaviour (allowlists and path checks alone) for machines where user namespaces
+ * are not allowed; it gives up the guarantees above, and the README's Security section says which.
+ */
+export type SandboxIsolation = 'namespace' | 'filter-only';
+
+export interface NamespaceView {
+  /** The worktree's canonical (realpath) root. It is mounted at the same path, so operands and output stay as they were. */
+  root: string;
+  /** Writable for the editor; read-only for the retrieval tools. */
+  writable: boolean;
+}
+
+/** The host directories a sandboxed program may see: programs and shared libraries, never data. */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+/** Single files some programs need to start (the dynamic loader's cache; GNU tools' locale aliases). */
+const SYSTEM_FILES = ['/etc/ld.so.cache', '/etc/ld.so.conf'];
+
+let emptyFile: string | undefined;
+
+/** A read-only empty file, bound over a linked worktree's `.git` file (which names the outside bare repository). */
+function emptyFilePath(): string {
+  if (emptyFile && existsSync(emptyFile)) return emptyFile;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'codegrep-sandbox-'));
+  const file = path.join(dir, 'empty');
+  writeFileSync(file, '');
+  chmodSync(file, 0o444);
+  emptyFile = file;
+  return file;
+}
+
+function isUnder(dir: string, candidate: string): boolean {
+  return candidate === dir || candidate.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+}
+
+/** bwrap's arguments for the system part of the view: each system dir bound read-only, or re-made as the symlink it is. */
+function systemMounts(): string[] {
+  const args: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    let stat;
+    try {
+      stat = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else if (stat.isDirectory()) args.push('--ro-bind', dir, dir);
+  }
+  for (const file of SYSTEM_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
+  return args;
+}
+
+/** Programs installed outside the system dirs (e.g. a ripgrep in ~/.cargo/bin) are bound one file each, read-only. */
+function programMounts(executables: string[]): string[] {
+  const args: string[] = [];
+  const seen = new Set<string>();
+  for (const executable of executables) {
+    let real: string;
+    try {
+      real = realpathSync(executable);
+    } catch {
+      continue;
+    }
+    const visible = (p: string) => SYSTEM_DIRS.some((dir) => isUnder(dir, p));
+    for (const p of [executable, real]) {
+      if (visible(p) || seen.has(p)) continue;
+      seen.add(p);
+      args.push('--ro-bind', real, p);
+    }
+  }
+  return args;
+}
+
+/** The worktree, and its `.git` (a directory in a clone, a file naming the bare repository in a linked worktree) made empty. */
+function worktreeMounts(view: NamespaceView): string[] {
+  const args = [view.writable ? '--bind' : '--ro-bind', view.root, view.root];
+  const dotGit = path.join(view.root, '.git');
+  let stat;
+  try {
+    stat = lstatSync(dotGit);
+  } catch {
+    return args;
+  }
+  if (stat.isDirectory()) args.push('--tmpfs', dotGit, '--remount-ro', dotGit);
+  else args.push('--ro-bind', emptyFilePath(), dotGit);
+  return args;
+}
+
+/**
+ * The argument list that runs `executable args…` inside the sandbox with `cwd` as its working directory
+ * (which must be inside `view.root`). `executable` and every program it execs must live in the system
+ * dirs or be listed in `extraExecutables` (prlimit execs the tool, so both are listed by the caller).
+ */
+export function namespaceArgs(view: NamespaceView, cwd: string, extraExecutables: string[] = []): string[] {
+  if (!isUnder(view.root, cwd)) throw new Error(`sandbox cwd ${cwd} is outside the worktree ${view.root}`);
+  return [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'sandbox',
+    ...systemMounts(),
+    ...programMounts(extraExecutables),
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    ...worktreeMounts(view),
+    '--chdir',
+    cwd,
+    '--',
+  ];
+}
+
+/** The bwrap program, or null when it is not installed. */
+export function bwrapExecutable(): string | null {
+  return findExecutable('bwrap');
+}
+
+/**
+ * bwrap reports a child killed by signal N as exit code 128 + N (it is the child's parent inside the PID
+ * namespace). This turns such a code back into the signal, so limits (SIGXCPU) and kills read as they do
+ * without the sandbox.
+ */
+export function decodeNamespaceExit(
+  exitCode: number | null,
+  signal: NodeJS.Signals | null,
+): { exitCode: number | null; signal: NodeJS.Signals | null } {
+  if (signal !== null || exitCode === null || exitCode <= 128 || exitCode >= 128 + 65) return { exitCode, signal };
+  const number = exitCode - 128;
+  const name = (Object.entries(osConstants.signals) as Array<[NodeJS.Signals, number]>).find(([, n]) => n === number)?.[0];
+  return name ? { exitCode: null, signal: name } : { exitCode, signal };
+}
+
+export type NamespaceProbe = { ok: true; bwrap: string } | { ok: false; reason: string };
+
+let probed: Promise<NamespaceProbe> | undefined;
+
+/**
+ * Whether this machine can run the sandbox: bwrap is installed and may create the namespaces (user
+ * namespaces may be disabled for unprivileged users, or forbidden inside a container). Runs `true` in a
+ * throw-away view of an empty directory once per process and caches the answer.
+ */
+export function probeNamespace(): Promise<NamespaceProbe> {
+  probed ??= (async (): Promise<NamespaceProbe> => {
+    const bwrap = bwrapExecutable();
+    if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)' };
+    const trueProgram = findExecutable('true') ?? '/usr/bin/true';
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'codegrep-probe-')));
+    const args = [...namespaceArgs({ root, writable: false }, root, [trueProgram]), trueProgram];
+    return new Promise<NamespaceProbe>((resolve) => {
+      execFile(bwrap, args, { timeout: 10_000, env: { PATH: '/usr/bin:/bin' } }, (error, _stdout, stderr) => {
+        if (!error) resolve({ ok: true, bwrap });
+        else
+          resolve({ ok: false, reason: `bwrap cannot create the sandbox here: ${(String(stderr).trim() || error.message).slice(0, 300)}` });
+      });
+    });
+  })();
+  return probed;
+}
