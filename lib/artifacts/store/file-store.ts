@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeBytesAtomically, writeFileAtomically } from '../atomic-write';
 import { ArtifactStoreError, StoreObjectNotFoundError } from './errors';
@@ -80,5 +81,31 @@ export function openFileStore(dir: string): ArtifactStore {
     async delete(key) {
       await rm(fileOf(key), { force: true });
     },
+    async putBytesIfAbsent(key, content) {
+      // The whole content goes to a temp file first, then link(2) gives it its name: link fails with EEXIST
+      // on an existing name, atomically, and a reader never sees a partly written object.
+      const file = fileOf(key);
+      await mkdir(path.dirname(file), { recursive: true });
+      const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+      const handle = await open(tmp, 'wx');
+      try {
+        await handle.writeFile(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      try {
+        await link(tmp, file);
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        throw new ArtifactStoreError(fileStoreUri(file), `artifact store: cannot create ${file}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      } finally {
+        await rm(tmp, { force: true });
+      }
+    },
+    conditionalWrites: () => Promise.resolve('atomic' as const),
   };
 }
