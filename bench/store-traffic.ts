@@ -210,7 +210,10 @@ try {
       };
       await run('s3-seaweedfs', openArtifactStore('s3://bench/traffic', settings), work);
     } finally {
+      // The server process is unref'd: something must keep the event loop up until its exit is seen.
+      const keepAlive = setInterval(() => undefined, 1000);
       await server.stop();
+      clearInterval(keepAlive);
     }
   }
 } finally {
