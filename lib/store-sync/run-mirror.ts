@@ -357,8 +357,9 @@ export class SegmentMirror {
     if (existsSync(dir)) {
       for (const name of readdirSync(dir).sort()) {
         const file = path.join(dir, name);
-        const info = statSync(file);
-        if (!info.isFile() || /\.tmp-\d+-[0-9a-f]+$/.test(name)) continue;
+        if (/\.tmp-\d+-[0-9a-f]+$/.test(name)) continue; // an atomic write in flight
+        const info = statSync(file, { throwIfNoEntry: false });
+        if (!info?.isFile()) continue;
         const state = this.logs.get(name) ?? { pushed: 0, nextSeq: 1, scanned: 0, carry: '', maxStep: 0 };
         // Logs only grow; a file shorter than what was pushed is a rewrite this mirror leaves alone.
         const size = Math.max(info.size, state.pushed);
