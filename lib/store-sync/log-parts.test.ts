@@ -100,4 +100,18 @@ describe('segment logs as appended parts', () => {
     ]);
     expect(await readLogParts(store, 'logs/none/')).toBeNull();
   });
+
+  it('a log stored whole (before logs were parts) is still pulled; the parts pushed after it hold the whole log', async () => {
+    const store = openArtifactStore(fileStoreUri(fresh('store')));
+    await store.putBytes('r/training/segments/segment-0001/attempt-01.stdout.jsonl', stepLine(1) + stepLine(2));
+    const node = fresh('node');
+    const mirror = new SegmentMirror({ store, runId: 'r', localRunDir: node, segment: 1, attempt: 2, startedAt: 2 });
+    expect((await mirror.pull()).logs).toEqual(['attempt-01.stdout.jsonl']);
+    const local = path.join(node, 'training/segments/segment-0001/attempt-01.stdout.jsonl');
+    expect(readFileSync(local, 'utf8')).toBe(stepLine(1) + stepLine(2));
+    writeFileSync(local, stepLine(3), { flag: 'a' });
+    await mirror.flush();
+    const log = await readLogParts(store, storeTraining('r').logParts(1, 'attempt-01.stdout.jsonl'));
+    expect(log!.bytes.toString('utf8')).toBe(stepLine(1) + stepLine(2) + stepLine(3));
+  });
 });
