@@ -6,6 +6,24 @@ import { writeBytesAtomically, writeFileAtomically } from '../atomic-write';
 import { ArtifactStoreError, StoreObjectNotFoundError } from './errors';
 import { checkKey, fileStoreUri, type ArtifactStore, type StoredObject, type WriteResult } from './store';
 
+/** Creates `file` with O_EXCL: false when it exists. */
+async function createExclusively(file: string, content: Uint8Array | string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(file, 'wx');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return true;
+}
+
 /** `file://<dir>`: today's behaviour, objects are files below `dir` written with temp file + rename. */
 export function openFileStore(dir: string): ArtifactStore {
   const rootDir = path.resolve(dir);
@@ -98,7 +116,10 @@ export function openFileStore(dir: string): ArtifactStore {
         await link(tmp, file);
         return true;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') return false;
+        // A mount without hard links: O_EXCL is still exclusive, though a reader may meet the object half-written.
+        if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') return createExclusively(file, content);
         throw new ArtifactStoreError(fileStoreUri(file), `artifact store: cannot create ${file}: ${(error as Error).message}`, {
           cause: error,
         });
