@@ -20,6 +20,10 @@ const benches: Record<string, { file: string; what: string }> = {
     file: 'train.ts',
     what: 'trainer on a tiny random Qwen3 (CPU): rollout vs plain generate, env share, update MFU vs measured matmul rate',
   },
+  'store-traffic': {
+    file: 'store-traffic.ts',
+    what: 'bytes put to the store per push over a 200-step synthetic segment (file://, and SeaweedFS when built) vs whole-log re-upload',
+  },
   worktrees: { file: 'worktrees.ts', what: 'worktree add median/p95 and disk vs full clones (BENCH_REPO_DIR for a real repository)' },
 };
 

@@ -10,9 +10,11 @@ import { segmentDir, segmentMetricsPath, trainingLayout } from '../training/layo
  *     <runDir>/training/segments/segment-NNNN/attempt-NN.*    each attempt's config, stdout and stderr
  *     <runDir>/training/metrics/segment-NNNN.parquet          the segment's steps, each once
  *
- * In the store the same relative paths sit under `<runId>/`, plus one marker object per pushed checkpoint,
- * `<runId>/training/checkpoint-markers/step-NNNNNNNN.json`, written after the checkpoint's files and after
- * the logs that record its step: the commit record a pull trusts.
+ * In the store the same relative paths sit under `<runId>/`, except that a segment's logs are appended parts
+ * (`segments/segment-NNNN/logs/<file>/part-…`, lib/store-sync/log-parts.ts), plus one marker object per
+ * pushed checkpoint, `<runId>/training/checkpoint-markers/step-NNNNNNNN.json`, written after the checkpoint's
+ * files and after the logs that record its step: the commit record a pull trusts. `<runId>/training/fence/`
+ * is the run lease (lib/store-sync/fencing.ts) under which markers are published.
  */
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
@@ -40,6 +42,10 @@ export function storeTraining(runId: string) {
     recipe: `${root}/trainer/recipe.json`,
     segments: `${root}/segments/`,
     segmentDir: (segment: number) => `${root}/segments/${segmentName(segment)}`,
+    /** The appended parts of one of a segment's log files (`attempt-01.stdout.jsonl`, …). */
+    logParts: (segment: number, file: string) => `${root}/segments/${segmentName(segment)}/logs/${file}/`,
+    fence: `${root}/fence/`,
+    fenceEntry: (seq: number) => `${root}/fence/${pad(seq, 10)}.json`,
     metrics: `${root}/metrics/`,
     segmentMetrics: (segment: number) => `${root}/metrics/${segmentName(segment)}.parquet`,
   };

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import * as arrow from 'apache-arrow';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { PipelineConfigSchema } from '../../schemas/config';
 import { StoreUriSchema } from '../../schemas/store';
 import { hashConfig, readParquetObjects, readRows, writeParquetArtifact } from '../artifacts';
@@ -24,6 +24,7 @@ import {
   publishRunArtifact,
   pullTrainingRecords,
   setNodeDataDir,
+  readLogParts,
   storedCheckpointSteps,
 } from './index';
 
@@ -123,15 +124,14 @@ describe('a training segment mirrored through a file:// store', () => {
       partial: [4],
       lines: ['not json', JSON.stringify({ event: 'start', step: 0 }), stepLine(1), stepLine(2), '{"event":"checkpoint","step":3}'],
     });
-    const mirrorB = new SegmentMirror({ store, runId: 'run-1', localRunDir: nodeB, segment: 1 });
+    const mirrorB = new SegmentMirror({ store, runId: 'run-1', localRunDir: nodeB, segment: 1, attempt: 1, startedAt: 1000 });
     expect((await mirrorB.pull()).checkpointStep).toBeNull();
     mirrorB.notify();
     mirrorB.notify(); // coalesced
     await mirrorB.flush();
     expect(await storedCheckpointSteps(store, 'run-1')).toEqual([2]);
-    expect(readFileSync(path.join(storeDir, 'run-1/training/segments/segment-0001/attempt-01.stdout.jsonl'), 'utf8')).toContain(
-      stepLine(2),
-    );
+    const storedLog = await readLogParts(store, 'run-1/training/segments/segment-0001/logs/attempt-01.stdout.jsonl/');
+    expect(storedLog!.bytes.toString('utf8')).toContain(stepLine(2));
     expect(existsSync(path.join(storeDir, 'run-1/training/trainer/recipe.json'))).toBe(true);
     expect(mirrorB.checkpointUri(2)).toBe(`${fileStoreUri(path.join(storeDir, 'run-1/training/trainer/checkpoints/step-00000002'))}/`);
 
@@ -143,7 +143,7 @@ describe('a training segment mirrored through a file:// store', () => {
 
     // Node C starts with nothing: it gets checkpoint 3 (whole, with the trainer's COMPLETE) and attempt 1's logs.
     const nodeC = path.join(fresh('node-c'), 'run-1');
-    const mirrorC = new SegmentMirror({ store, runId: 'run-1', localRunDir: nodeC, segment: 1 });
+    const mirrorC = new SegmentMirror({ store, runId: 'run-1', localRunDir: nodeC, segment: 1, attempt: 2, startedAt: 2000 });
     const pulled = await mirrorC.pull();
     expect(pulled).toEqual({ checkpointStep: 3, logs: ['attempt-01.stderr.log', 'attempt-01.stdout.jsonl'] });
     const cp = path.join(nodeC, 'training/trainer/checkpoints');
@@ -159,12 +159,14 @@ describe('a training segment mirrored through a file:// store', () => {
     trainerState(nodeC, { checkpoints: [4], attempt: 2, lines: [JSON.stringify({ event: 'resumed', step: 3 }), stepLine(4)] });
     await mirrorC.flush();
     expect(await storedCheckpointSteps(store, 'run-1')).toEqual([2, 3, 4]);
-    expect(readdirSync(path.join(storeDir, 'run-1/training/segments/segment-0001')).sort()).toEqual([
+    expect(readdirSync(path.join(storeDir, 'run-1/training/segments/segment-0001/logs')).sort()).toEqual([
       'attempt-01.stderr.log',
       'attempt-01.stdout.jsonl',
       'attempt-02.stderr.log',
       'attempt-02.stdout.jsonl',
     ]);
+    // Attempt 1's stdout: two parts (B's two pushes), not re-sent by C.
+    expect(readdirSync(path.join(storeDir, 'run-1/training/segments/segment-0001/logs/attempt-01.stdout.jsonl'))).toHaveLength(2);
 
     // The segment's metrics Parquet: published with its manifest, the ref names the store's copy.
     const metrics = path.join(nodeC, 'training/metrics/segment-0001.parquet');
@@ -205,10 +207,18 @@ describe('a training segment mirrored through a file:// store', () => {
         return store.putBytes(key, content);
       },
     };
-    const mirror = new SegmentMirror({ store: flaky, runId: 'run-2', localRunDir: node, segment: 1, onPushError: (e) => errors.push(e) });
+    const mirror = new SegmentMirror({
+      store: flaky,
+      runId: 'run-2',
+      localRunDir: node,
+      segment: 1,
+      attempt: 1,
+      startedAt: 1000,
+      onPushError: (e) => errors.push(e),
+    });
     mirror.notify();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(errors).toHaveLength(1);
+    // The background round's end, not a fixed delay: the machine may be loaded.
+    await vi.waitFor(() => expect(errors).toHaveLength(1), { timeout: 20_000 });
     expect(await storedCheckpointSteps(store, 'run-2')).toEqual([]);
     await mirror.flush();
     expect(await storedCheckpointSteps(store, 'run-2')).toEqual([1]);

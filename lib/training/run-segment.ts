@@ -74,6 +74,9 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
         store: parsed.store.uri,
         runId: parsed.runId,
         segment: parsed.segment,
+        attempt: context.attempt,
+        startedAt: context.startedAt,
+        keepCheckpoints: parsed.training.keepCheckpoints,
         localRunDir: storeSync.nodeRunDir(parsed.runDir, parsed.runId),
         onPushError: (error) => log.warn('training: a push to the store failed (the next one retries)', { error: String(error) }),
       })

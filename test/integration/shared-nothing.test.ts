@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import { openArtifactStore } from '../../lib/artifacts/store';
-import { storedCheckpointSteps } from '../../lib/store-sync';
+import { newestFenceEntry, storedCheckpointSteps } from '../../lib/store-sync';
 import type { TrainSegmentResult } from '../../schemas/training/activity-io';
 import type { PipelineResult } from '../../workflows/pipeline';
 import { buildFixtureRepo } from '../support/fixture-repos';
@@ -252,7 +252,17 @@ describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (i
     expect(keys).toContain(`${runId}/environment/samples.parquet`);
     expect(keys).toContain(`${runId}/environment/samples.parquet.manifest.json`);
     expect(keys).toContain(`${runId}/training/checkpoint-markers/step-00000006.json`);
-    expect(keys).toContain(`${runId}/training/segments/segment-0001/attempt-01.stdout.jsonl`);
-    expect(keys).toContain(`${runId}/training/segments/segment-0001/attempt-02.stdout.jsonl`);
+    // Logs went up as appended parts (each push only the new lines); both attempts' stdout is there.
+    for (const attempt of ['01', '02'])
+      expect(
+        keys.filter((k) => k.startsWith(`${runId}/training/segments/segment-0001/logs/attempt-${attempt}.stdout.jsonl/part-`)).length,
+      ).toBeGreaterThan(0);
+    // The run lease: B's attempt 1 took it, then C's attempt 2, which holds it now; every marker C wrote names C's generation.
+    const lease = await newestFenceEntry(store, runId);
+    expect(lease!.holder).toMatchObject({ segment: 1, attempt: 2 });
+    const marker6 = JSON.parse((await store.getBytes(`${runId}/training/checkpoint-markers/step-00000006.json`))!.toString('utf8')) as {
+      extra: { generation: number };
+    };
+    expect(marker6.extra.generation).toBe(lease!.generation);
   }, 900_000);
 });

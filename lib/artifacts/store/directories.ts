@@ -39,7 +39,8 @@ export async function listTreeFiles(dir: string): Promise<string[]> {
 /**
  * Uploads the tree at `localDir` under `prefix`, then its marker at `markerKey` (last: the commit record).
  * Files are uploaded in sorted order, so a tree's own completion file (e.g. the trainer's COMPLETE) is just one
- * more file: only the store marker makes the tree visible. Returns the marker written.
+ * more file: only the store marker makes the tree visible. `publish` writes the marker (default: a plain
+ * put; a training segment publishes under its run lease, lib/store-sync/fencing.ts). Returns the marker written.
  */
 export async function pushDirectory(
   store: ArtifactStore,
@@ -47,6 +48,8 @@ export async function pushDirectory(
   prefix: string,
   markerKey: string,
   extra: Record<string, unknown> = {},
+  publish: (markerKey: string, marker: DirectoryMarker) => Promise<void> = (key, marker) =>
+    store.putBytes(key, `${JSON.stringify(marker, null, 2)}\n`).then(() => undefined),
 ): Promise<DirectoryMarker> {
   const files: DirectoryMarker['files'] = [];
   for (const rel of await listTreeFiles(localDir)) {
@@ -54,7 +57,7 @@ export async function pushDirectory(
     files.push({ path: rel, sha256: written.sha256, bytes: written.bytes });
   }
   const marker: DirectoryMarker = { prefix, files, extra, pushedAt: new Date().toISOString() };
-  await store.putBytes(markerKey, `${JSON.stringify(marker, null, 2)}\n`);
+  await publish(markerKey, marker);
   return marker;
 }
 

@@ -1,9 +1,28 @@
+import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeBytesAtomically, writeFileAtomically } from '../atomic-write';
 import { ArtifactStoreError, StoreObjectNotFoundError } from './errors';
 import { checkKey, fileStoreUri, type ArtifactStore, type StoredObject, type WriteResult } from './store';
+
+/** Creates `file` with O_EXCL: false when it exists. */
+async function createExclusively(file: string, content: Uint8Array | string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(file, 'wx');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return true;
+}
 
 /** `file://<dir>`: today's behaviour, objects are files below `dir` written with temp file + rename. */
 export function openFileStore(dir: string): ArtifactStore {
@@ -80,5 +99,34 @@ export function openFileStore(dir: string): ArtifactStore {
     async delete(key) {
       await rm(fileOf(key), { force: true });
     },
+    async putBytesIfAbsent(key, content) {
+      // The whole content goes to a temp file first, then link(2) gives it its name: link fails with EEXIST
+      // on an existing name, atomically, and a reader never sees a partly written object.
+      const file = fileOf(key);
+      await mkdir(path.dirname(file), { recursive: true });
+      const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+      const handle = await open(tmp, 'wx');
+      try {
+        await handle.writeFile(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      try {
+        await link(tmp, file);
+        return true;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') return false;
+        // A mount without hard links: O_EXCL is still exclusive, though a reader may meet the object half-written.
+        if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') return createExclusively(file, content);
+        throw new ArtifactStoreError(fileStoreUri(file), `artifact store: cannot create ${file}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      } finally {
+        await rm(tmp, { force: true });
+      }
+    },
+    conditionalWrites: () => Promise.resolve('atomic' as const),
   };
 }

@@ -129,6 +129,7 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
   const uriOf = (key: string) => `${root}/${checkKey(root, key)}`;
   const partSize = settings.partSizeBytes ?? DEFAULT_PART_SIZE;
   let readyOnce: Promise<void> | null = null;
+  let conditionalOnce: Promise<'atomic' | 'check-then-write'> | null = null;
 
   async function call<T>(what: string, key: string | null, run: () => Promise<T>): Promise<T> {
     try {
@@ -229,7 +230,7 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
     }
   }
 
-  return {
+  const store: ArtifactStore = {
     root,
     uriOf,
     keyOf(uri) {
@@ -334,5 +335,66 @@ export function openS3Store(bucket: string, prefix: string, settings: S3StoreSet
       await ready();
       await call('DeleteObject', key, () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) })));
     },
+    async putBytesIfAbsent(key, content) {
+      const mode = await conditionalWrites();
+      const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+      if (mode === 'check-then-write') {
+        // The server ignores If-None-Match: the best it allows is a HEAD then a PUT (README "Deployment").
+        if (await store.head(key)) return false;
+        await store.putBytes(key, bytes);
+        return true;
+      }
+      return putIfNoneMatch(key, bytes);
+    },
+    conditionalWrites,
   };
+  return store;
+
+  /** One PutObject with `If-None-Match: *`: false on 412 (the key exists); a 409 (a concurrent conditional write in flight) is retried. */
+  async function putIfNoneMatch(key: string, bytes: Uint8Array): Promise<boolean> {
+    await ready();
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: objectKey(key),
+            Body: bytes,
+            IfNoneMatch: '*',
+            Metadata: { [SHA_METADATA]: sha256 },
+          }),
+        );
+        return true;
+      } catch (error) {
+        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status === 412 || (error as { name?: string }).name === 'PreconditionFailed') return false;
+        if ((status === 409 || (error as { name?: string }).name === 'ConditionalRequestConflict') && attempt < 5) {
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+          continue;
+        }
+        throw explainS3Error(error, uriOf(key), 'PutObject If-None-Match', endpoint);
+      }
+    }
+  }
+
+  /**
+   * Whether the server enforces `If-None-Match: *` (AWS S3 since 2024; other S3-compatible servers vary):
+   * found once by creating a probe object twice; a server that accepts the second create ignores the header.
+   */
+  function conditionalWrites(): Promise<'atomic' | 'check-then-write'> {
+    conditionalOnce ??= (async () => {
+      const probe = `.codegrep-conditional-probe-${process.pid}-${randomBytes(6).toString('hex')}`;
+      try {
+        if (!(await putIfNoneMatch(probe, Buffer.from('1')))) return 'check-then-write' as const;
+        return (await putIfNoneMatch(probe, Buffer.from('2'))) ? ('check-then-write' as const) : ('atomic' as const);
+      } finally {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(probe) })).catch(() => undefined);
+      }
+    })().catch((error: unknown) => {
+      conditionalOnce = null; // a store that was down may come back
+      throw error;
+    });
+    return conditionalOnce;
+  }
 }

@@ -41,6 +41,18 @@ export interface ArtifactStore {
   /** Objects whose key starts with `prefix` (use a trailing `/` for a folder), sorted by key. */
   list(prefix: string): Promise<StoredObject[]>;
   delete(key: string): Promise<void>;
+  /**
+   * Creates `key` with `content` only if no object is there yet: true when this call created it, false when
+   * one already existed (the existing object is left as it was). The commit step of the run lease
+   * (lib/store-sync/fencing.ts): two writers racing for the same key, exactly one gets true.
+   */
+  putBytesIfAbsent(key: string, content: Uint8Array | string): Promise<boolean>;
+  /**
+   * How `putBytesIfAbsent` is enforced: `atomic` by the store itself (S3 `If-None-Match: *`, a `file://`
+   * store's link(2), which fails on an existing name), or `check-then-write` where the server ignores the
+   * condition (a HEAD then a PUT: two racing writers may both succeed).
+   */
+  conditionalWrites(): Promise<'atomic' | 'check-then-write'>;
 }
 
 export type StoreLocation = { kind: 'file'; dir: string } | { kind: 's3'; bucket: string; prefix: string };
