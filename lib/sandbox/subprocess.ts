@@ -135,10 +135,13 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   const deadline = Date.now() + options.timeoutMs;
   let release: () => void;
   try {
-    release = await slots.acquire(Math.min(stages.length, slots.capacity), {
-      deadline,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    // Each stage weighs its address-space cap in the worker-wide memory budget (see Semaphore).
+    const stageBytes = options.resourceLimits?.addressSpaceBytes ?? DEFAULT_RESOURCE_LIMITS.addressSpaceBytes;
+    release = await slots.acquire(
+      Math.min(stages.length, slots.capacity),
+      { deadline, ...(options.signal ? { signal: options.signal } : {}) },
+      stages.length * stageBytes,
+    );
   } catch (error) {
     if (!(error instanceof PermitWaitError)) throw error;
     return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };

@@ -318,10 +318,19 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
     const problem = regexLimitProblem(p, `${program}: the pattern`);
     if (problem) return { ok: false, message: problem };
   }
-  const threads = parsed.options.find((o) => o.spec.long === 'threads');
-  if (threads && Number(threads.value) > SANDBOX_LIMITS.maxSearchThreads) {
-    return { ok: false, message: `rg -j ${threads.value}: at most ${SANDBOX_LIMITS.maxSearchThreads} threads (limit exceeded)` };
+  // Every -j/--threads is checked (rg takes the last one), and 0 is refused with the rest: to rg it means
+  // "choose automatically", one thread per core.
+  const threadOptions = parsed.options.filter((o) => o.spec.long === 'threads');
+  for (const option of threadOptions) {
+    const count = Number(option.value);
+    if (!(count >= 1 && count <= SANDBOX_LIMITS.maxSearchThreads)) {
+      return {
+        ok: false,
+        message: `rg -j ${option.value}: the thread count must be 1 to ${SANDBOX_LIMITS.maxSearchThreads} (0 means automatic; limit exceeded)`,
+      };
+    }
   }
+  const threads = threadOptions.at(-1);
   const paths = await pathOperands(ctx, program, operands);
   if (!paths.ok) return paths;
   const prefix =
