@@ -2,7 +2,7 @@ import type { GrepArgs, ToolResult } from '../../schemas/tools';
 import { sniffBinary } from './binary-file';
 import { defaultEngine, engineExecutables, type SandboxOptions } from './engine';
 import { compileGlob, passesGlobs, pathSortKey, type CompiledGlob } from './glob-match';
-import { normalizeGlobPattern } from './glob-pattern';
+import { normalizeGlobPattern, trimTrailingSlashes } from './glob-pattern';
 import { SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
 import { fitOutput, sanitizeText } from './output';
@@ -48,7 +48,7 @@ function describeScope(path: string, glob: string | undefined): string {
 /** GNU grep's --include matches base names with fnmatch: usable as a prefilter only for a plain last segment. */
 function includePrefilter(glob: string): string | null {
   if (glob.startsWith('!')) return null;
-  const last = glob.replace(/\/+$/, '').split('/').pop() ?? '';
+  const last = trimTrailingSlashes(glob).split('/').pop() ?? '';
   return last && !/[\\{}[\]]|\*\*/.test(last) ? last : null;
 }
 

@@ -164,6 +164,22 @@ describe('globbing over 2,000 files with 250-character names', () => {
   });
 });
 
+describe('validators of the command line are linear too', () => {
+  it("find -printf with 30 '%00d' and then %l is refused at once (the old RegExp backtracked for minutes)", async () => {
+    const command = `find src -printf '${'%00d'.repeat(30)}%l'`;
+    const { value, lagMs } = await withLag(() => runTool(fx.root, 'terminal', { command }));
+    recordAttack(
+      'terminal',
+      'find -printf validator backtracking',
+      value.status === 'error' && lagMs < LAG_BUDGET_MS ? 'refused' : 'escaped',
+    );
+    expect(value).toMatchObject({ status: 'error', message: expect.stringMatching(/find -printf does not accept/) });
+    expect(lagMs).toBeLessThan(LAG_BUDGET_MS);
+    const allowed = await runTool(fx.root, 'terminal', { command: `find src -name app.py -printf '${'%00d'.repeat(30)}\\n'` });
+    expect(allowed).toEqual({ status: 'ok', output: '1'.repeat(30) });
+  });
+});
+
 describe('thread overrides', () => {
   it.each([
     'rg -j 0 helper src',
@@ -176,7 +192,7 @@ describe('thread overrides', () => {
   ])('%s is refused (0 means automatic, one thread per core)', async (command) => {
     const result = await runTool(fx.root, 'terminal', { command });
     recordAttack('terminal', command, result.status === 'error' ? 'refused' : 'escaped');
-    expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/thread count must be 1 to 4 .*limit exceeded/) });
+    expect(result).toMatchObject({ status: 'error', message: expect.stringMatching(/at most 4 threads and at least 1 .*limit exceeded/) });
   });
 
   it('rg -j 2 still runs', async () => {
