@@ -36,6 +36,8 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
 
 /** Bytes of an already sorted listing kept for display: comfortably more than 4096 characters of paths. */
 const HEAD_BYTES = 4 * PAPER_LIMITS.maxOutputChars;
+/** Paths kept for display by the fallback: a 4096-character output shows at most 2048 ('a\n' each). */
+const HEAD_FILES = PAPER_LIMITS.maxOutputChars;
 
 interface Listing {
   push(chunk: Buffer): 'more' | 'enough';
@@ -91,7 +93,9 @@ const MAX_PENDING_CHARS = 4 * 1024 * 1024;
  * every few milliseconds (TimeSlice), so a slow pattern over many long names never blocks other calls.
  */
 class FilteredListing implements Listing {
+  /** The first matches in display order, kept between HEAD_FILES and twice that (see keepFirst). */
   private readonly files: string[] = [];
+  private total = 0;
   private capped = false;
   /** The listing was stopped because matching fell MAX_PENDING_CHARS behind it. */
   overran = false;
@@ -130,9 +134,23 @@ class FilteredListing implements Listing {
         this.pendingChars -= file.length;
         if (!(await this.slice.pass())) return;
         if (this.capped || !this.keep(file)) continue;
-        this.files.push(file);
-        if (this.files.length >= SANDBOX_LIMITS.globListLimit) this.capped = true;
+        this.keepFirst(file);
+        if (this.total >= SANDBOX_LIMITS.globListLimit) this.capped = true;
       }
+    }
+  }
+
+  /**
+   * Only a screenful is ever shown: the matches are counted, and only the first HEAD_FILES in display
+   * order kept (sorting and cutting twice that many at a time), so no single sort of 100,000 paths
+   * blocks the loop and memory stays small.
+   */
+  private keepFirst(file: string): void {
+    this.total += 1;
+    this.files.push(file);
+    if (this.files.length >= 2 * HEAD_FILES) {
+      sortPaths(this.files);
+      this.files.length = HEAD_FILES;
     }
   }
 
@@ -147,7 +165,7 @@ class FilteredListing implements Listing {
   }
 
   result() {
-    return { head: sortPaths(this.files), total: this.files.length, capped: this.capped };
+    return { head: sortPaths(this.files).slice(0, HEAD_FILES), total: this.total, capped: this.capped };
   }
 }
 

@@ -154,6 +154,17 @@ describe('globbing over 2,000 files with 250-character names', () => {
     expect(lagMs).toBeLessThan(LAG_BUDGET_MS);
   });
 
+  it('listing all 2,000 long names gives the same screenful and count on both engines', async () => {
+    const results = await Promise.all(
+      (['rg', 'grep'] as const).map((engine) => withLag(() => runTool(fx.root, 'glob', { pattern: 'long/*' }, { engine }))),
+    );
+    for (const { value, lagMs } of results) {
+      expect(value).toMatchObject({ status: 'truncated', message: expect.stringMatching(/ of 2000 matching files shown/) });
+      expect(lagMs).toBeLessThan(LAG_BUDGET_MS);
+    }
+    expect(results[1]!.value.output).toBe(results[0]!.value.output);
+  });
+
   it('ordinary patterns over the long names still work on both engines', async () => {
     const last = longName(LONG_NAMES - 1);
     for (const engine of ['rg', 'grep'] as const) {
