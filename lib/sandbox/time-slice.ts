@@ -34,4 +34,4 @@ export class TimeSlice {
  * Longest stretch of in-process work between two yields: well under the 50 ms the sandbox promises other
  * callers, leaving room for one item's own cost (a name matched by the linear wildcard matcher).
  */
-export const TIME_SLICE_MS = 10;
+export const TIME_SLICE_MS = 5;
