@@ -1,4 +1,15 @@
-import { anyChar, bracketClass, literal, notSlash, WildcardMatcher, type CharTest, type WildNode } from './wildcard';
+import { trimLeadingSlashes, trimTrailingSlashes } from './glob-pattern';
+import {
+  anyChar,
+  bracketClass,
+  countWildcards,
+  literal,
+  MAX_WILDCARDS,
+  notSlash,
+  WildcardMatcher,
+  type CharTest,
+  type WildNode,
+} from './wildcard';
 
 /**
  * Glob matching with ripgrep's `--glob` semantics (gitignore style), for the GNU grep / find fallback, so
@@ -121,16 +132,22 @@ export function compileGlob(pattern: string): GlobCompileResult {
   const negated = body.startsWith('!');
   if (negated) body = body.slice(1);
   const dirOnly = body.endsWith('/');
-  body = body.replace(/\/+$/, '');
+  body = trimTrailingSlashes(body);
   let anchored = false;
   if (body.startsWith('/')) {
     anchored = true;
-    body = body.replace(/^\/+/, '');
+    body = trimLeadingSlashes(body);
   }
   if (body.includes('/')) anchored = true;
   if (body.length === 0) return { ok: false, message: `glob ${JSON.stringify(pattern)} matches nothing` };
   const translated = translate(body, pattern);
   if (!translated.ok) return translated;
+  if (countWildcards(translated.node) > MAX_WILDCARDS) {
+    return {
+      ok: false,
+      message: `glob ${JSON.stringify(pattern.slice(0, 80))} has more than ${MAX_WILDCARDS} wildcards and alternatives; refused (limit exceeded)`,
+    };
+  }
   const matcher = new WildcardMatcher(anchored ? translated.node : { kind: 'seq', items: [ANY_DIRS, translated.node] });
   const test = (text: string) => matcher.matches(text);
 

@@ -14,7 +14,7 @@ export function normalizeGlobPattern(
   let glob = pattern;
   for (const root of [canonical, path.resolve(givenRoot)]) {
     if (glob !== root && isInside(root, glob)) {
-      glob = `/${glob.slice(root.length).replace(/^\/+/, '')}`;
+      glob = `/${trimLeadingSlashes(glob.slice(root.length))}`;
       break;
     }
   }
@@ -23,4 +23,21 @@ export function normalizeGlobPattern(
     return { ok: false, message: `glob ${JSON.stringify(pattern)} uses '..'; patterns are relative to the repository root` };
   }
   return { ok: true, pattern: glob };
+}
+
+/**
+ * `text` without its leading '/' characters. A loop, not `replace(/^\/+/)`: the model's patterns are
+ * trimmed with linear scans only (a `/\/+$/` replace is quadratic in a long run of slashes).
+ */
+export function trimLeadingSlashes(text: string): string {
+  let start = 0;
+  while (start < text.length && text.charCodeAt(start) === 0x2f) start++;
+  return text.slice(start);
+}
+
+/** `text` without its trailing '/' characters (a linear scan; see trimLeadingSlashes). */
+export function trimTrailingSlashes(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x2f) end--;
+  return text.slice(0, end);
 }

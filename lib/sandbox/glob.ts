@@ -3,6 +3,7 @@ import { defaultEngine, engineExecutables, type SandboxOptions } from './engine'
 import { compileGlob, passesGlobs, sortPaths } from './glob-match';
 import { PAPER_LIMITS, SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
+import { TimeSlice } from './time-slice';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
@@ -35,9 +36,13 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
 
 /** Bytes of an already sorted listing kept for display: comfortably more than 4096 characters of paths. */
 const HEAD_BYTES = 4 * PAPER_LIMITS.maxOutputChars;
+/** Paths kept for display by the fallback: a 4096-character output shows at most 2048 ('a\n' each). */
+const HEAD_FILES = PAPER_LIMITS.maxOutputChars;
 
 interface Listing {
   push(chunk: Buffer): 'more' | 'enough';
+  /** Resolves once every pushed record is judged, or `deadline` (epoch ms) passed (then false). */
+  finish(deadline: number): Promise<boolean>;
   /** The first files in display order (at least a screenful when there are that many) and the total count. */
   result(): { head: string[]; total: number; capped: boolean };
 }
@@ -65,6 +70,10 @@ class SortedListing implements Listing {
     return 'more';
   }
 
+  async finish(): Promise<boolean> {
+    return true;
+  }
+
   result() {
     const records = Buffer.concat(this.head).toString('utf8').split('\0');
     records.pop(); // the text after the last NUL: empty, or a record cut at the head's end
@@ -72,34 +81,91 @@ class SortedListing implements Listing {
   }
 }
 
-/** find's output (directory order) filtered by the glob in JS and sorted: the GNU fallback. */
-class FilteredListing implements Listing {
-  private readonly files: string[] = [];
-  private capped = false;
-  private readonly splitter: LineSplitter;
+/**
+ * Paths read from find but not yet matched, at most this many characters: when matching falls this far
+ * behind the listing, the listing is stopped (the result says so) instead of growing without bound.
+ */
+const MAX_PENDING_CHARS = 4 * 1024 * 1024;
 
-  constructor(keep: (file: string) => boolean) {
+/**
+ * find's output (directory order) filtered by the glob in JS and sorted: the GNU fallback. The stream
+ * callback only splits records and queues them; matching runs in a loop that yields to the event loop
+ * every few milliseconds (TimeSlice), so a slow pattern over many long names never blocks other calls.
+ */
+class FilteredListing implements Listing {
+  /** The first matches in display order, kept between HEAD_FILES and twice that (see keepFirst). */
+  private readonly files: string[] = [];
+  private total = 0;
+  private capped = false;
+  /** The listing was stopped because matching fell MAX_PENDING_CHARS behind it. */
+  overran = false;
+  private readonly splitter: LineSplitter;
+  private pending: string[] = [];
+  private pendingChars = 0;
+  private draining: Promise<void> | null = null;
+  private slice = new TimeSlice();
+
+  constructor(private readonly keep: (file: string) => boolean) {
     this.splitter = new LineSplitter(
       SANDBOX_LIMITS.maxPathChars,
       (record) => {
         const file = displayPath(record.toString('utf8'));
-        if (!keep(file)) return 'more';
-        this.files.push(file);
-        if (this.files.length < SANDBOX_LIMITS.globListLimit) return 'more';
-        this.capped = true;
-        return 'enough';
+        this.pending.push(file);
+        this.pendingChars += file.length;
+        return this.pendingChars > MAX_PENDING_CHARS ? 'enough' : 'more';
       },
       0x00,
     );
   }
 
   push(chunk: Buffer): 'more' | 'enough' {
-    return this.splitter.push(chunk);
+    if (this.capped || this.overran) return 'enough';
+    const more = this.splitter.push(chunk);
+    if (more === 'enough') this.overran = true;
+    this.draining ??= this.drain().finally(() => (this.draining = null));
+    return more;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0 && !this.capped) {
+      const batch = this.pending;
+      this.pending = [];
+      for (const file of batch) {
+        this.pendingChars -= file.length;
+        if (!(await this.slice.pass())) return;
+        if (this.capped || !this.keep(file)) continue;
+        this.keepFirst(file);
+        if (this.total >= SANDBOX_LIMITS.globListLimit) this.capped = true;
+      }
+    }
+  }
+
+  /**
+   * Only a screenful is ever shown: the matches are counted, and only the first HEAD_FILES in display
+   * order kept (sorting and cutting twice that many at a time), so no single sort of 100,000 paths
+   * blocks the loop and memory stays small.
+   */
+  private keepFirst(file: string): void {
+    this.total += 1;
+    this.files.push(file);
+    if (this.files.length >= 2 * HEAD_FILES) {
+      sortPaths(this.files);
+      this.files.length = HEAD_FILES;
+    }
+  }
+
+  async finish(deadline: number): Promise<boolean> {
+    if (!this.splitter.done) this.splitter.end();
+    this.slice = new TimeSlice(deadline);
+    while (this.draining || (this.pending.length > 0 && !this.capped)) {
+      await (this.draining ?? (this.draining = this.drain().finally(() => (this.draining = null))));
+      if (Date.now() > deadline) return false;
+    }
+    return true;
   }
 
   result() {
-    if (!this.splitter.done) this.splitter.end();
-    return { head: sortPaths(this.files), total: this.files.length, capped: this.capped };
+    return { head: sortPaths(this.files).slice(0, HEAD_FILES), total: this.total, capped: this.capped };
   }
 }
 
@@ -131,6 +197,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const limits = SANDBOX_LIMITS;
   const listing = engine === 'rg' ? new SortedListing() : new FilteredListing((file) => passesGlobs([compiled.glob], file));
   const timeoutMs = options.timeoutMs ?? limits.globTimeoutMs;
+  const deadline = Date.now() + timeoutMs;
   const run = await runPipeline([listStage(engine, programs.list, normalized.pattern)], {
     cwd: canonical.root,
     timeoutMs,
@@ -141,6 +208,10 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`glob could not start ${engine}: ${outcome.spawnError}`);
 
+  // A cancelled call answers at once; what was not matched yet does not matter then.
+  const matchedInTime = run.aborted || (await listing.finish(deadline));
+  if (!matchedInTime) run.timedOut = true;
+  const overran = listing instanceof FilteredListing && listing.overran;
   const { head: files, total: count, capped: listCapped } = listing.result();
   const body = files.join('\n');
   const total = listCapped ? `more than ${limits.globListLimit}` : String(count);
@@ -152,7 +223,14 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   if (run.timedOut && run.waitedForSlots) return errorResult(`glob ${slotWaitTimeout(timeoutMs)}`);
   if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
-    return errorResult(`glob timed out after ${seconds(timeoutMs)} and was stopped; the list above is partial`, fitted.output);
+    const listed = body ? 'the list above is partial' : 'no matching file had been listed by then';
+    return errorResult(`glob timed out after ${seconds(timeoutMs)} and was stopped; ${listed}`, fitted.output);
+  }
+  if (overran) {
+    return errorResult(
+      `glob: matching ${JSON.stringify(args.pattern)} fell too far behind the file listing, which was stopped; the list above is partial; use a simpler pattern`,
+      fitted.output,
+    );
   }
   if (files.length === 0) {
     const exitCode = outcome.exitCode;

@@ -2,7 +2,7 @@ import type { GrepArgs, ToolResult } from '../../schemas/tools';
 import { sniffBinary } from './binary-file';
 import { defaultEngine, engineExecutables, type SandboxOptions } from './engine';
 import { compileGlob, passesGlobs, pathSortKey, type CompiledGlob } from './glob-match';
-import { normalizeGlobPattern } from './glob-pattern';
+import { normalizeGlobPattern, trimTrailingSlashes } from './glob-pattern';
 import { SANDBOX_LIMITS } from './limits';
 import { LineSplitter } from './line-splitter';
 import { fitOutput, sanitizeText } from './output';
@@ -20,8 +20,26 @@ interface Match {
 }
 
 /** ripgrep's in-band notes about binary files ("path: binary file matches (found "\0" byte around offset N)"). */
-const RG_BINARY_NOTE =
-  /^(.*?): (?:WARNING: stopped searching binary file after match|binary file matches) \(found "\\0" byte around offset \d+\)$/;
+const RG_BINARY_NOTES = [
+  ': WARNING: stopped searching binary file after match (found "\\0" byte around offset ',
+  ': binary file matches (found "\\0" byte around offset ',
+];
+
+/**
+ * The path of a ripgrep binary-file note, or null for any other line. String scans only (the note's
+ * phrase, then digits and ')' to the end): a lazy `^(.*?): ...$` RegExp retries at every ': ' of a line.
+ */
+export function binaryNotePath(line: string): string | null {
+  if (!line.endsWith(')')) return null;
+  let digits = line.length - 1;
+  while (digits > 0 && line[digits - 1]! >= '0' && line[digits - 1]! <= '9') digits--;
+  if (digits === line.length - 1) return null;
+  for (const phrase of RG_BINARY_NOTES) {
+    const at = digits - phrase.length;
+    if (at >= 0 && line.startsWith(phrase, at)) return line.slice(0, at);
+  }
+  return null;
+}
 
 function describeScope(path: string, glob: string | undefined): string {
   return `${path === '.' ? 'the repository' : path}${glob ? ` (files matching ${JSON.stringify(glob)})` : ''}`;
@@ -30,7 +48,7 @@ function describeScope(path: string, glob: string | undefined): string {
 /** GNU grep's --include matches base names with fnmatch: usable as a prefilter only for a plain last segment. */
 function includePrefilter(glob: string): string | null {
   if (glob.startsWith('!')) return null;
-  const last = glob.replace(/\/+$/, '').split('/').pop() ?? '';
+  const last = trimTrailingSlashes(glob).split('/').pop() ?? '';
   return last && !/[\\{}[\]]|\*\*/.test(last) ? last : null;
 }
 
@@ -136,11 +154,14 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const binaryNotes: string[] = [];
   let countCapped = false;
   const filterByGlob = engine === 'grep' && globs.length > 0 && scope.kind === 'directory';
+  let lastPath = '';
+  let lastPathPasses = false;
   const splitter = new LineSplitter(limits.maxPathChars + limits.maxMatchLineChars * 4 + 32, (record, fullBytes) => {
     const nul = record.indexOf(0);
     if (nul === -1) {
-      const note = RG_BINARY_NOTE.exec(record.toString('utf8'));
-      if (note && binaryNotes.length < 5) binaryNotes.push(`${displayPath(note[1]!)}: binary data found; rest of file skipped`);
+      const notePath = binaryNotePath(record.toString('utf8'));
+      if (notePath !== null && binaryNotes.length < 5)
+        binaryNotes.push(`${displayPath(notePath)}: binary data found; rest of file skipped`);
       return 'more';
     }
     const path = displayPath(record.subarray(0, nul).toString('utf8'));
@@ -148,7 +169,14 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     const colon = rest.indexOf(':');
     const line = Number(rest.slice(0, colon));
     if (colon <= 0 || !Number.isInteger(line)) return 'more';
-    if (filterByGlob && !passesGlobs(globs, path)) return 'more';
+    if (filterByGlob) {
+      // grep prints a file's matches together: each file is matched against the glob once, not per line.
+      if (path !== lastPath) {
+        lastPath = path;
+        lastPathPasses = passesGlobs(globs, path);
+      }
+      if (!lastPathPasses) return 'more';
+    }
     let text = sanitizeText(rest.slice(colon + 1)).text;
     const omitted = fullBytes - record.length;
     if (text.length > limits.maxMatchLineChars || omitted > 0) {
@@ -209,12 +237,14 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   if (outcome.limitExceeded)
     return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
   if (run.timedOut) {
-    const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; the matches above are partial. Use a simpler pattern or a narrower path or glob.`;
+    // Only matches that exist are called partial.
+    const found = body ? 'the matches above are partial' : 'no match had been found by then';
+    const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; ${found}. Use a simpler pattern or a narrower path or glob.`;
     return errorResult(message, fitOutput(body, notes).output);
   }
   const exitCode = outcome.exitCode;
   if (matches.length === 0) {
-    if (/No files were searched/.test(outcome.stderr)) {
+    if (outcome.stderr.includes('No files were searched')) {
       return { status: 'ok', output: `No matches for ${JSON.stringify(pattern)} in ${where}: no file there matches the glob.` };
     }
     if (exitCode === 2 || (exitCode !== 0 && exitCode !== 1 && !run.stoppedEarly)) {

@@ -1,3 +1,5 @@
+import os from 'node:os';
+
 /**
  * The sandbox's bounds. The first block is CodeGrep App. A.1 ("Layer 3 engineering", swe_grep_tools.py):
  * a global Semaphore(64) over subprocesses, per-tool timeouts of 10 s for grep and glob and 5 s for read,
@@ -39,11 +41,19 @@ export const SANDBOX_LIMITS = {
   maxCommandChars: 4096,
   maxPathChars: 4096,
   /**
-   * Address space of every sandboxed program (prlimit --as). The bombs of issue #16 (`a{32767}{32767}` in
-   * GNU grep and find -regex, `sed -n '$p'` on a 1 GB sparse file) each reached ~3 GB; normal searches of
-   * a repository stay far below 256 MiB.
+   * Address space of every sandboxed program (prlimit --as). Repetition bombs (`a{32767}{32767}` in GNU
+   * grep and find -regex) reach gigabytes in seconds; normal searches of a repository (rg with 4 threads
+   * and its per-thread malloc arenas included) run in under 192 MiB. Every stage also weighs this much in
+   * the worker-wide memory budget below, so a smaller cap means more programs at once.
    */
-  childAddressSpaceBytes: 1024 * 1024 * 1024,
+  childAddressSpaceBytes: 256 * 1024 * 1024,
+  /**
+   * The worker-wide memory budget: the address-space caps of all sandboxed programs running at once add up
+   * to at most this fraction of the machine's memory (os.totalmem()). Concurrent bombs that each stay
+   * under their own cap can then never exhaust a machine without swap together.
+   * CODEGREP_SANDBOX_MEMORY_FRACTION overrides it.
+   */
+  memoryBudgetFraction: 0.5,
   /** CPU seconds of every sandboxed program, all its threads together (prlimit --cpu; SIGXCPU). */
   childCpuSeconds: 10,
   /** Most threads one rg may use (`-j`; also passed by grep/glob): 64 calls × rg's default 12 would be 768. */
@@ -54,3 +64,18 @@ export const SANDBOX_LIMITS = {
   /** Longest regex (grep/rg pattern, find -regex) accepted. */
   maxPatternChars: 1000,
 } as const;
+
+/**
+ * The worker-wide memory budget in bytes: `fraction` of the machine's memory. The fraction comes from
+ * CODEGREP_SANDBOX_MEMORY_FRACTION when set (a number in (0, 1]), else SANDBOX_LIMITS.memoryBudgetFraction.
+ */
+export function sandboxMemoryBudgetBytes(
+  totalBytes: number = os.totalmem(),
+  fractionText: string | undefined = process.env.CODEGREP_SANDBOX_MEMORY_FRACTION,
+): number {
+  const fraction = fractionText === undefined || fractionText === '' ? SANDBOX_LIMITS.memoryBudgetFraction : Number(fractionText);
+  if (!(fraction > 0 && fraction <= 1)) {
+    throw new Error(`CODEGREP_SANDBOX_MEMORY_FRACTION must be a number in (0, 1], got ${JSON.stringify(fractionText)}`);
+  }
+  return Math.floor(totalBytes * fraction);
+}

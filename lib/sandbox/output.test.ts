@@ -40,4 +40,11 @@ describe('sanitizeText', () => {
     });
     expect(sanitizeText('plain')).toEqual({ text: 'plain', binaryCut: false });
   });
+
+  it('neutralises C1 controls (a one-character CSI), bidi overrides and zero-width characters', () => {
+    expect(sanitizeText('\u009b31mred \u202eevil\u202c a\u200bb \ufeffx\u00ad').text).toBe(
+      '\uFFFD31mred \uFFFDevil\uFFFD a\uFFFDb \uFFFDx\uFFFD',
+    );
+    expect(sanitizeText('é — 😀 日本').text).toBe('é — 😀 日本');
+  });
 });

@@ -1,16 +1,32 @@
 import { PAPER_LIMITS } from './limits';
 
 /**
+ * Characters that must not reach the transcript as themselves: C0 controls except tab and newline, DEL,
+ * every C1 control (U+0080-U+009F: U+009B is a one-character CSI that starts a terminal escape sequence),
+ * the bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: they reorder what
+ * the reader sees, as in "Trojan Source"), and zero-width or invisible formatting characters (U+00AD,
+ * U+200B-U+200D, U+2060-U+2064, U+FEFF: they hide text or make two names look identical). A character
+ * class: one test per character, no backtracking.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE_CHARS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+/** Every UNSAFE_CHARS character (and, with `newlines`, '\t' and '\n' too) replaced by `replacement`. */
+export function replaceUnsafeChars(text: string, replacement: string, newlines = false): string {
+  const replaced = text.replace(UNSAFE_CHARS, replacement);
+  return newlines ? replaced.replace(/[\t\n]/g, replacement) : replaced;
+}
+
+/**
  * Text a tool produced, made safe to show the model: CRLF becomes LF, everything from the first NUL byte on
- * is dropped (it is binary data; the caller is told via `binaryCut`), and other control characters except
- * tab and newline become U+FFFD so no terminal escape sequence reaches the transcript.
+ * is dropped (it is binary data; the caller is told via `binaryCut`), and every UNSAFE_CHARS character
+ * becomes U+FFFD, so no terminal escape sequence, reordering or hidden character reaches the transcript.
  */
 export function sanitizeText(text: string): { text: string; binaryCut: boolean } {
   const nul = text.indexOf('\0');
   const kept = nul === -1 ? text : text.slice(0, nul);
   return {
-    // eslint-disable-next-line no-control-regex
-    text: kept.replace(/\r\n/g, '\n').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '\uFFFD'),
+    text: replaceUnsafeChars(kept.replaceAll('\r\n', '\n'), '\uFFFD'),
     binaryCut: nul !== -1,
   };
 }

@@ -1,30 +1,173 @@
 import { SANDBOX_LIMITS } from './limits';
 
 /**
- * Refuses regexes whose counted repetitions would make the engine build a huge automaton before reading a
- * byte (GNU grep and find expand `a{32767}{32767}` into about a billion states: 3 GB in seconds). Counted
- * repetitions are `{m}`, `{m,}`, `{,n}`, `{m,n}` (ERE, PCRE, Rust regex) and `\{m,n\}` (BRE); each bound
- * must be at most maxRepetitionCount, and the product of every repetition's largest bound at most
- * maxRepetitionProduct (nesting multiplies, and telling nesting apart is not worth a parser: sequential
- * repetitions are rarely large). Returns the reason, or null when the pattern is acceptable.
+ * Class escapes that are large automata in ripgrep's Unicode mode (`\w` is hundreds of ranges, hundreds of
+ * UTF-8 states): `\w{300}` alone takes rg 90 MB to compile. Each counts this many states in the size
+ * estimate below; any other atom counts one.
+ */
+const UNICODE_CLASS_WEIGHT = 100;
+const UNICODE_CLASS_ESCAPES = 'wWdDsSpP';
+
+interface Frame {
+  /** Sizes of the finished alternatives of this group. */
+  alternatives: number;
+  /** Size of the alternative being read. */
+  branch: number;
+  /** Size of the last item of the branch, which a following repetition multiplies. */
+  last: number;
+}
+
+/**
+ * Estimates the size of the automaton a regex compiles to, in one left-to-right scan (no RegExp): a
+ * sequence adds its items, an alternation adds its branches, a counted repetition multiplies the item
+ * before it (a group with all its branches: `(a|b|c){n}` is 3n, `(x{m}){n}` is mn). Groups are '(' ... ')'
+ * and BRE's '\(' ... '\)'; '|' and BRE's '\|' separate branches; a class '[...]' is one atom. Returns the
+ * estimate and the largest single bound seen.
+ */
+function estimateSize(pattern: string): { size: number; largestBound: number; largestBoundText: string } {
+  const stack: Frame[] = [{ alternatives: 0, branch: 0, last: 0 }];
+  const top = () => stack[stack.length - 1]!;
+  const atom = (size: number) => {
+    const frame = top();
+    frame.branch += size;
+    frame.last = size;
+  };
+  const closeGroup = () => {
+    const frame = stack.pop()!;
+    atom(frame.alternatives + frame.branch);
+  };
+  let largestBound = 0;
+  let largestBoundText = '';
+  let i = 0;
+  while (i < pattern.length) {
+    const c = pattern[i]!;
+    const next = pattern[i + 1];
+    if (c === '\\' && next === '(') {
+      stack.push({ alternatives: 0, branch: 0, last: 0 });
+      i += 2;
+    } else if (c === '\\' && next === ')' && stack.length > 1) {
+      closeGroup();
+      i += 2;
+    } else if (c === '\\' && next === '|') {
+      top().alternatives += top().branch;
+      top().branch = 0;
+      top().last = 0;
+      i += 2;
+    } else if (c === '(') {
+      stack.push({ alternatives: 0, branch: 0, last: 0 });
+      i += 1;
+    } else if (c === ')' && stack.length > 1) {
+      closeGroup();
+      i += 1;
+    } else if (c === '|') {
+      top().alternatives += top().branch;
+      top().branch = 0;
+      top().last = 0;
+      i += 1;
+    } else if (c === '[') {
+      // A bracket class: ']' right after '[' or '[^' is literal, '[:name:]' is one token inside.
+      let j = i + 1;
+      if (pattern[j] === '^') j += 1;
+      if (pattern[j] === ']') j += 1;
+      while (j < pattern.length && pattern[j] !== ']') {
+        if (pattern[j] === '[' && pattern[j + 1] === ':') {
+          const close = pattern.indexOf(':]', j + 2);
+          j = close === -1 ? j + 1 : close + 2;
+        } else if (pattern[j] === '\\') j += 2;
+        else j += 1;
+      }
+      atom(1);
+      i = j + 1;
+    } else if (c === '{' || (c === '\\' && next === '{')) {
+      const start = c === '{' ? i + 1 : i + 2;
+      const bound = readBound(pattern, start);
+      if (bound === null) {
+        atom(1); // not a repetition: a literal '{'
+        i += c === '{' ? 1 : 2;
+        continue;
+      }
+      if (bound.largest > largestBound) {
+        largestBound = bound.largest;
+        largestBoundText = pattern.slice(i, bound.end);
+      }
+      const frame = top();
+      frame.branch += frame.last * (Math.max(1, bound.largest) - 1);
+      frame.last *= Math.max(1, bound.largest);
+      i = bound.end;
+    } else if (c === '\\') {
+      atom(next !== undefined && UNICODE_CLASS_ESCAPES.includes(next) ? UNICODE_CLASS_WEIGHT : 1);
+      i += 2;
+    } else if (c === '*' || c === '+' || c === '?') {
+      i += 1; // unbounded or optional repetition: no copies
+    } else {
+      atom(1);
+      i += 1;
+    }
+  }
+  while (stack.length > 1) closeGroup();
+  const root = top();
+  return { size: root.alternatives + root.branch, largestBound, largestBoundText };
+}
+
+/** `m}`, `m,}`, `,n}`, `m,n}` (or `...\}`) from `start`; null when the text there is not a bound. */
+function readBound(pattern: string, start: number): { largest: number; end: number } | null {
+  let i = start;
+  const number = (): string => {
+    const from = i;
+    while (i < pattern.length && pattern[i]! >= '0' && pattern[i]! <= '9') i++;
+    return pattern.slice(from, i);
+  };
+  const skipBlanks = () => {
+    while (pattern[i] === ' ') i++;
+  };
+  skipBlanks();
+  const low = number();
+  skipBlanks();
+  let high = '';
+  if (pattern[i] === ',') {
+    i++;
+    skipBlanks();
+    high = number();
+    skipBlanks();
+  }
+  if (pattern[i] === '\\') i++;
+  if (pattern[i] !== '}' || (low === '' && high === '')) return null;
+  const value = (digits: string) => (digits === '' ? 0 : digits.length > 9 ? Infinity : Number(digits));
+  return { largest: Math.max(value(low), value(high)), end: i + 1 };
+}
+
+/**
+ * Refuses regexes that would make the engine build a huge automaton before reading a byte (GNU grep and
+ * find expand `a{32767}{32767}` into about a billion states: 3 GB in seconds; `(a|b|...){1000}` is as
+ * many states as branches times the count). Counted repetitions are `{m}`, `{m,}`, `{,n}`, `{m,n}` (ERE,
+ * PCRE, Rust regex) and `\{m,n\}` (BRE); each bound must be at most maxRepetitionCount, the product of
+ * every repetition's largest bound at most maxRepetitionProduct (whether nested or not: cheap and safe),
+ * and the estimated automaton size (alternation widths and Unicode classes counted, see estimateSize) at
+ * most maxRepetitionProduct too. Returns the reason, or null when the pattern is acceptable.
  */
 export function regexLimitProblem(pattern: string, what: string): string | null {
   const limits = SANDBOX_LIMITS;
   if (pattern.length > limits.maxPatternChars) {
     return `${what} is longer than ${limits.maxPatternChars} characters; refused (limit exceeded)`;
   }
+  const estimate = estimateSize(pattern);
+  if (estimate.largestBound > limits.maxRepetitionCount) {
+    return `${what} repeats ${estimate.largestBoundText}: repetition counts are limited to ${limits.maxRepetitionCount}; refused (limit exceeded)`;
+  }
   let product = 1;
-  for (const m of pattern.matchAll(/\\?\{\s*(\d*)\s*(,\s*(\d*)\s*)?\\?\}/g)) {
-    if (m[1] === '' && (m[3] ?? '') === '') continue; // '{}' or '{,}' is literal text
-    const bounds = [m[1], m[3]].filter((b): b is string => b !== undefined && b !== '').map((b) => (b.length > 9 ? Infinity : Number(b)));
-    const largest = Math.max(...bounds);
-    if (largest > limits.maxRepetitionCount) {
-      return `${what} repeats ${m[0]}: repetition counts are limited to ${limits.maxRepetitionCount}; refused (limit exceeded)`;
-    }
-    product *= Math.max(1, largest);
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c !== '{' && !(c === '\\' && pattern[i + 1] === '{')) continue;
+    const bound = readBound(pattern, c === '{' ? i + 1 : i + 2);
+    if (bound === null) continue;
+    product *= Math.max(1, bound.largest);
     if (product > limits.maxRepetitionProduct) {
       return `${what}'s counted repetitions multiply to more than ${limits.maxRepetitionProduct}; refused (limit exceeded)`;
     }
+    i = bound.end - 1;
+  }
+  if (estimate.size > limits.maxRepetitionProduct) {
+    return `${what} would compile to about ${estimate.size} states (alternatives and classes times their repetition counts), more than ${limits.maxRepetitionProduct}; refused (limit exceeded)`;
   }
   return null;
 }

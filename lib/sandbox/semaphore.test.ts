@@ -48,6 +48,26 @@ describe('Semaphore', () => {
     expect(() => new Semaphore(0)).toThrow(/positive integer/);
   });
 
+  it('accounts bytes next to permits, with no byte budget meaning unlimited', async () => {
+    const unlimited = new Semaphore(2);
+    const a = await unlimited.acquire(1, {}, 10 ** 12);
+    expect(unlimited.bytesInUse).toBe(10 ** 12);
+    a();
+    expect(unlimited.bytesInUse).toBe(0);
+    expect(unlimited.peakBytesInUse).toBe(10 ** 12);
+    unlimited.resetPeak();
+    expect(unlimited.peakBytesInUse).toBe(0);
+
+    const budgeted = new Semaphore(4, 100);
+    const first = await budgeted.acquire(1, {}, 70);
+    // A permit is free but the bytes are not: the deadline passes while waiting, and nothing leaks.
+    await expect(budgeted.acquire(1, { deadline: Date.now() + 20 }, 40)).rejects.toMatchObject({ reason: 'timeout' });
+    first();
+    expect([budgeted.inUse, budgeted.bytesInUse]).toEqual([0, 0]);
+    await expect(budgeted.acquire(1, {}, -1)).rejects.toThrow(/bytes must be a finite non-negative number/);
+    expect(() => new Semaphore(1, 0)).toThrow(/byte capacity must be positive/);
+  });
+
   it("the global limit is the paper's Semaphore(64)", () => {
     expect(PAPER_LIMITS.maxConcurrentSubprocesses).toBe(64);
     expect(subprocessSlots.capacity).toBe(64);

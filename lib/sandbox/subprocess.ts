@@ -61,14 +61,32 @@ export interface PipelineOutcome {
   waitedForSlots?: boolean;
 }
 
-/** What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime). */
-const OUT_OF_MEMORY =
-  /memory exhausted|cannot allocate memory|couldn't re-allocate memory|out of memory|memory allocation of \d+ bytes failed|regex exceeds size limit|failed to spawn (?:scoped )?thread/i;
+/**
+ * What programs print when an allocation fails (GNU grep, sed, find, coreutils; ripgrep's Rust runtime,
+ * whose "memory allocation of N bytes failed" is matched as its two fixed halves). Plain substring tests
+ * on stderr: no RegExp runs over a program's output.
+ */
+const OUT_OF_MEMORY_PHRASES = [
+  'memory exhausted',
+  'cannot allocate memory',
+  "couldn't re-allocate memory",
+  'out of memory',
+  'regex exceeds size limit',
+  'failed to spawn thread',
+  'failed to spawn scoped thread',
+];
+
+function reportsOutOfMemory(stderr: string): boolean {
+  const text = stderr.toLowerCase();
+  if (OUT_OF_MEMORY_PHRASES.some((phrase) => text.includes(phrase))) return true;
+  const at = text.indexOf('memory allocation of ');
+  return at !== -1 && text.includes(' bytes failed', at);
+}
 
 /** A stage that ran into its limit, judged from how it ended. */
 export function limitHit(outcome: StageOutcome): 'memory' | 'cpu' | undefined {
   if (outcome.signal === 'SIGXCPU') return 'cpu';
-  if (outcome.exitCode !== 0 && OUT_OF_MEMORY.test(outcome.stderr)) return 'memory';
+  if (outcome.exitCode !== 0 && reportsOutOfMemory(outcome.stderr)) return 'memory';
   return undefined;
 }
 
@@ -135,10 +153,13 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   const deadline = Date.now() + options.timeoutMs;
   let release: () => void;
   try {
-    release = await slots.acquire(Math.min(stages.length, slots.capacity), {
-      deadline,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    // Each stage weighs its address-space cap in the worker-wide memory budget (see Semaphore).
+    const stageBytes = options.resourceLimits?.addressSpaceBytes ?? DEFAULT_RESOURCE_LIMITS.addressSpaceBytes;
+    release = await slots.acquire(
+      Math.min(stages.length, slots.capacity),
+      { deadline, ...(options.signal ? { signal: options.signal } : {}) },
+      stages.length * stageBytes,
+    );
   } catch (error) {
     if (!(error instanceof PermitWaitError)) throw error;
     return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };

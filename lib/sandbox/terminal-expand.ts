@@ -1,7 +1,8 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isInside } from './paths';
-import { bracketClass, literal, notSlash, WildcardMatcher, type WildNode } from './wildcard';
+import { TimeSlice } from './time-slice';
+import { bracketClass, countWildcards, literal, MAX_WILDCARDS, notSlash, WildcardMatcher, type WildNode } from './wildcard';
 
 /** A bash-style glob word expanding to more paths than this is refused (an argument list is not a listing). */
 export const MAX_EXPANSION = 5_000;
@@ -13,6 +14,10 @@ export const MAX_EXPANSION = 5_000;
  * the caller's.
  */
 function segmentMatcher(segment: string): WildcardMatcher {
+  return new WildcardMatcher(segmentNode(segment));
+}
+
+function segmentNode(segment: string): WildNode {
   const items: WildNode[] = [];
   for (let i = 0; i < segment.length; i++) {
     const c = segment[i]!;
@@ -30,7 +35,7 @@ function segmentMatcher(segment: string): WildcardMatcher {
       i = close;
     } else items.push({ kind: 'char', test: literal(segment.charCodeAt(i)) });
   }
-  return new WildcardMatcher({ kind: 'seq', items });
+  return { kind: 'seq', items };
 }
 
 function hasMeta(segment: string): boolean {
@@ -79,6 +84,19 @@ export async function expandGlobWord(
     rest = glob.slice(root.length + 1);
   }
   const segments = rest.split('/').filter((s) => s !== '');
+  const wildcards = segments.filter(hasMeta).reduce((sum, segment) => sum + countWildcards(segmentNode(segment)), 0);
+  if (wildcards > MAX_WILDCARDS) {
+    return {
+      refused: `the pattern ${JSON.stringify(unescape(glob).slice(0, 80))} has more than ${MAX_WILDCARDS} '*' wildcards (limit exceeded); quote it or use find -name`,
+    };
+  }
+  // Expansion runs before anything else: the command's deadline bounds it, checked at every entry (a
+  // directory of long names against a hostile word is seconds of matching), and the loop yields to the
+  // event loop every few milliseconds so other tool calls keep running.
+  const slice = new TimeSlice(deadline);
+  const tooLong = {
+    refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead`,
+  };
   let current: string[] = [''];
   for (let k = 0; k < segments.length; k++) {
     const segment = segments[k]!;
@@ -91,12 +109,7 @@ export async function expandGlobWord(
       const matcher = segmentMatcher(segment);
       const dotOk = unescape(segment).startsWith('.');
       for (const rel of current) {
-        // Expansion reads directories before anything runs: the command's deadline bounds it too.
-        if (Date.now() > deadline) {
-          return {
-            refused: `expanding ${JSON.stringify(unescape(glob))} took longer than the command's time limit; use find or rg --files instead`,
-          };
-        }
+        if (!(await slice.pass())) return tooLong;
         const dir = path.join(base, rel);
         if (!(await insideRoot(canonicalRoot, dir))) continue;
         let entries: string[];
@@ -106,6 +119,7 @@ export async function expandGlobWord(
           continue;
         }
         for (const entry of entries.sort()) {
+          if (!(await slice.pass())) return tooLong;
           if (entry.startsWith('.') && !dotOk) continue;
           if (!matcher.matches(entry)) continue;
           const candidate = rel ? `${rel}/${entry}` : entry;
@@ -130,6 +144,7 @@ export async function expandGlobWord(
   }
   const kept: string[] = [];
   for (const rel of current) {
+    if (!(await slice.pass())) return tooLong;
     try {
       await fs.lstat(path.join(base, rel));
     } catch {

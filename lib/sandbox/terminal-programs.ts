@@ -318,10 +318,19 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
     const problem = regexLimitProblem(p, `${program}: the pattern`);
     if (problem) return { ok: false, message: problem };
   }
-  const threads = parsed.options.find((o) => o.spec.long === 'threads');
-  if (threads && Number(threads.value) > SANDBOX_LIMITS.maxSearchThreads) {
-    return { ok: false, message: `rg -j ${threads.value}: at most ${SANDBOX_LIMITS.maxSearchThreads} threads (limit exceeded)` };
+  // Every -j/--threads is checked (rg takes the last one), and 0 is refused with the rest: to rg it means
+  // "choose automatically", one thread per core.
+  const threadOptions = parsed.options.filter((o) => o.spec.long === 'threads');
+  for (const option of threadOptions) {
+    const count = Number(option.value);
+    if (!(count >= 1 && count <= SANDBOX_LIMITS.maxSearchThreads)) {
+      return {
+        ok: false,
+        message: `rg -j ${option.value}: at most ${SANDBOX_LIMITS.maxSearchThreads} threads and at least 1 (0 means automatic: one per core); limit exceeded`,
+      };
+    }
   }
+  const threads = threadOptions.at(-1);
   const paths = await pathOperands(ctx, program, operands);
   if (!paths.ok) return paths;
   const prefix =
@@ -394,10 +403,46 @@ const FIND_UNARY = new Set([
 /**
  * -printf directives allowed: everything about the entry itself, nothing about a symlink's target (%l
  * prints it, %Y stats it: both would reveal names or existence outside the root). Flags and a width may
- * precede a directive; %T, %A and %C take one format letter.
+ * precede a directive; %T, %A and %C take one format letter. A one-pass scanner, not a RegExp: the
+ * equivalent regex backtracks through every way to split '0's between flags and width, so
+ * `'%00d'` written 18 times and then `%l` took it a minute.
  */
-const FIND_PRINTF = /^(?:[^%\\]|\\[ntr\\]|%%|%[-+ #0]{0,4}\d{0,4}(?:\.\d{1,4})?(?:[pPfhHsdyimMkbnugUGDF]|[TAC][@a-zA-Z+]|[tac]))*$/;
-const FIND_BINARY: Record<string, RegExp | null> = {
+const FIND_PRINTF = {
+  test(format: string): boolean {
+    const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
+    let i = 0;
+    while (i < format.length) {
+      const c = format[i]!;
+      if (c === '\\') {
+        if (!'ntr\\'.includes(format[i + 1] ?? '@')) return false;
+        i += 2;
+        continue;
+      }
+      if (c !== '%') {
+        i += 1;
+        continue;
+      }
+      i += 1;
+      if (format[i] === '%') {
+        i += 1;
+        continue;
+      }
+      // Taking the longest flags and then the longest width accepts exactly what any split would.
+      for (let n = 0; n < 4 && '-+ #0'.includes(format[i] ?? '@'); n++) i++;
+      for (let n = 0; n < 4 && isDigit(format[i]); n++) i++;
+      if (format[i] === '.' && isDigit(format[i + 1])) {
+        i += 1;
+        for (let n = 0; n < 4 && isDigit(format[i]); n++) i++;
+      }
+      const directive = format[i] ?? '';
+      if (directive !== '' && 'pPfhHsdyimMkbnugUGDFtac'.includes(directive)) i += 1;
+      else if (directive !== '' && 'TAC'.includes(directive) && /^[@a-zA-Z+]$/.test(format[i + 1] ?? '')) i += 2;
+      else return false;
+    }
+    return true;
+  },
+};
+const FIND_BINARY: Record<string, { test(value: string): boolean } | null> = {
   '-name': null,
   '-iname': null,
   '-path': null,

@@ -21,10 +21,35 @@ export const REDACTED_TARGET = '[symlink target not shown]';
  * Replaces the target in every long-listing line of a symlink (mode string starting with 'l', optionally
  * after `-s`'s block count): `lrwxrwxrwx 1 u g 9 Jan 1 00:00 out -> /etc/x` keeps `out` and loses
  * `/etc/x`. Applied to the whole output of a pipeline that has ls in it (a later grep passes such lines
- * through). find's ways of printing targets (-ls, -printf %l) are refused instead.
+ * through). find's ways of printing targets (-ls, -printf %l) are refused instead. Scans line by line
+ * with indexOf, never a backtracking RegExp: a regex whose leading blanks could span lines was cubic in
+ * blank lines (20,000 of them never returned).
  */
 export function redactLinkTargets(text: string): string {
-  return text.replace(/^(\s*\d*\s*l[-rwxsStT]{9}[.+@]?\s.*?) -> .*$/gm, `$1 -> ${REDACTED_TARGET}`);
+  const lines = text.split('\n');
+  for (let k = 0; k < lines.length; k++) {
+    const kept = linkLineName(lines[k]!);
+    if (kept !== null) lines[k] = `${kept} -> ${REDACTED_TARGET}`;
+  }
+  return lines.join('\n');
+}
+
+const LINE_BLANKS = ' \t\r\v\f';
+const MODE_LETTERS = '-rwxsStT';
+
+/** The part of an `ls -l` symlink line before " -> " (the first one after the mode), or null for any other line. */
+function linkLineName(line: string): string | null {
+  let i = 0;
+  while (i < line.length && LINE_BLANKS.includes(line[i]!)) i++;
+  while (i < line.length && line[i]! >= '0' && line[i]! <= '9') i++;
+  while (i < line.length && LINE_BLANKS.includes(line[i]!)) i++;
+  if (line[i] !== 'l') return null;
+  for (let j = 1; j <= 9; j++) if (i + j >= line.length || !MODE_LETTERS.includes(line[i + j]!)) return null;
+  i += 10;
+  if (i < line.length && '.+@'.includes(line[i]!)) i++;
+  if (i >= line.length || !LINE_BLANKS.includes(line[i]!)) return null;
+  const arrow = line.indexOf(' -> ', i + 1);
+  return arrow === -1 ? null : line.slice(0, arrow);
 }
 
 /** Turns the model's command line into validated pipeline stages, or says why not. Runs nothing. */
@@ -133,10 +158,9 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   const limited = run.stages.find((s) => s.limitExceeded);
   if (limited) return errorResult(`terminal: ${describeLimit(limited.limitExceeded!, options.resourceLimits)}`, fitted.output);
   if (run.timedOut) {
-    return errorResult(
-      `terminal: the command timed out after ${seconds(timeoutMs)} and was killed; the output above is partial`,
-      fitted.output,
-    );
+    // Only output that exists is called partial: a command killed before printing anything says so.
+    const shown = body ? '; the output above is partial' : ' before it printed anything';
+    return errorResult(`terminal: the command timed out after ${seconds(timeoutMs)} and was killed${shown}`, fitted.output);
   }
   const cut = fitted.cut || stdout.binaryCut || run.stoppedEarly;
   if (!cut) return { status: 'ok', output: fitted.output };

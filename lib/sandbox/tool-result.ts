@@ -1,4 +1,5 @@
 import type { ToolResult } from '../../schemas/tools';
+import { replaceUnsafeChars } from './output';
 
 export function errorResult(message: string, output = ''): ToolResult {
   return { status: 'error', output, message };
@@ -9,10 +10,12 @@ export function seconds(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** A path as shown to the model: control characters (a newline in a file name) cannot break the layout. */
+/**
+ * A path as shown to the model: control characters (a newline in a file name) cannot break the layout, and
+ * bidi or invisible characters cannot disguise a name (output.ts UNSAFE_CHARS); each becomes '?', as in ls.
+ */
 export function displayPath(relative: string): string {
-  // eslint-disable-next-line no-control-regex
-  const clean = relative.replace(/[\x00-\x1f\x7f]/g, '?');
+  const clean = replaceUnsafeChars(relative, '?', true);
   return clean.startsWith('./') ? clean.slice(2) : clean;
 }
 

@@ -47,20 +47,54 @@ export function bracketClass(body: string, negate: boolean): CharTest {
   return negate ? (c) => c !== SLASH && !inside(c) : inside;
 }
 
+/**
+ * Most `*`-like repeats plus alternative branches one pattern may have. Live states, and so the cost of
+ * each character, grow with them: at 90, one 250-character name took up to 47 ms to match while the
+ * automaton was still being built (and `[a-z]*` written 600 times, 50 ms per name). At 64 one name costs
+ * at most about 30 ms cold (a few once the automaton is cached), inside the sandbox's 50 ms between
+ * yields together with a 5 ms time slice; real globs have a handful.
+ */
+export const MAX_WILDCARDS = 64;
+
+/** How many repeats and alternative branches `node` has (what MAX_WILDCARDS bounds). */
+export function countWildcards(node: WildNode): number {
+  switch (node.kind) {
+    case 'char':
+      return 0;
+    case 'repeat':
+      return 1;
+    case 'seq':
+      return node.items.reduce((sum, item) => sum + countWildcards(item), 0);
+    case 'alt':
+      return node.options.reduce((sum, option) => sum + countWildcards(option), node.options.length);
+    case 'optional':
+      return 1 + countWildcards(node.node);
+  }
+}
+
 interface DfaState {
-  pcs: number[];
+  pcs: Int32Array;
   accepting: boolean;
+  /** Whether the state is in the cache (only cached states are linked as successors). */
+  cached: boolean;
   next: Map<number, DfaState>;
 }
 
 /** Bound on the DFA cache: instruction indices held by all cached states together. */
 const MAX_CACHED_PCS = 1 << 20;
 
+function sameInstructions(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
+}
+
 export class WildcardMatcher {
   private readonly program: Inst[] = [];
   private readonly seen: Uint32Array;
   private generation = 0;
-  private readonly states = new Map<string, DfaState>();
+  /** Cached states by a hash of their instruction set; a bucket holds the states that share a hash. */
+  private readonly states = new Map<number, DfaState[]>();
   private cachedPcs = 0;
   private start: DfaState | undefined;
 
@@ -131,14 +165,22 @@ export class WildcardMatcher {
    * the many similar names of a listing then costs one map lookup per character. The cache is bounded;
    * past the bound states are built on the fly (same answers, no memory growth).
    */
-  private stateFor(pcs: number[]): DfaState {
-    pcs.sort((a, b) => a - b);
-    const key = pcs.join(',');
-    const known = this.states.get(key);
+  private stateFor(live: number[]): DfaState {
+    // A numeric hash and a typed-array compare: joining hundreds of indices into a string key per step
+    // was most of the cost of a cache miss.
+    const pcs = Int32Array.from(live).sort();
+    let hash = pcs.length;
+    for (let k = 0; k < pcs.length; k++) hash = (Math.imul(hash, 0x01000193) ^ pcs[k]!) | 0;
+    const bucket = this.states.get(hash);
+    const known = bucket?.find((state) => sameInstructions(state.pcs, pcs));
     if (known) return known;
-    const state: DfaState = { pcs, accepting: pcs.some((pc) => this.program[pc]!.op === 'match'), next: new Map() };
-    if (this.cachedPcs + pcs.length <= MAX_CACHED_PCS) {
-      this.states.set(key, state);
+    const cached = this.cachedPcs + pcs.length <= MAX_CACHED_PCS;
+    let accepting = false;
+    for (let k = 0; k < pcs.length; k++) if (this.program[pcs[k]!]!.op === 'match') accepting = true;
+    const state: DfaState = { pcs, accepting, cached, next: new Map() };
+    if (cached) {
+      if (bucket) bucket.push(state);
+      else this.states.set(hash, [state]);
       this.cachedPcs += pcs.length;
     }
     return state;
@@ -154,7 +196,7 @@ export class WildcardMatcher {
       if (inst.op === 'char' && inst.test(code)) this.close(next, pc + 1);
     }
     const successor = this.stateFor(next);
-    if (this.states.has(successor.pcs.join(','))) state.next.set(code, successor);
+    if (successor.cached) state.next.set(code, successor);
     return successor;
   }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findExecutable } from '../../lib/sandbox/executables';
 import { runTool } from '../../lib/sandbox/run-tool';
+import { SANDBOX_LIMITS } from '../../lib/sandbox/limits';
 import { limitedStage, runPipeline } from '../../lib/sandbox/subprocess';
 import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
@@ -71,10 +72,10 @@ describe('finding 3: the address-space limit stops what gets past the checks', (
   it('every sandboxed child runs under prlimit (or ulimit) with address-space, CPU, core and file-size caps', () => {
     const stage = limitedStage({ executable: '/usr/bin/rg', args: ['x'] });
     if (findExecutable('prlimit')) {
-      expect(stage.args.slice(0, 4)).toEqual(['--as=1073741824', '--cpu=10:11', '--core=0', '--fsize=0']);
+      expect(stage.args.slice(0, 4)).toEqual([`--as=${SANDBOX_LIMITS.childAddressSpaceBytes}`, '--cpu=10:11', '--core=0', '--fsize=0']);
       expect(stage.args.slice(-3)).toEqual(['--', '/usr/bin/rg', 'x']);
     } else {
-      expect(stage.args[1]).toMatch(/ulimit -v 1048576 && ulimit -t 10/);
+      expect(stage.args[1]).toContain(`ulimit -v ${SANDBOX_LIMITS.childAddressSpaceBytes / 1024} && ulimit -t 10`);
     }
   });
 
