@@ -284,7 +284,7 @@ export interface GuardContext {
 /** A path operand through the guard, as the repo-relative argument the program will get. */
 async function pathOperand(ctx: GuardContext, program: string, operand: string): Promise<Prepared> {
   if (operand === '-') return { ok: true, args: ['-'] };
-  const guarded = await guardPath(ctx.root, operand);
+  const guarded = await guardPath(ctx.root, operand, { gitControlData: 'missing' });
   if (!guarded.ok) return { ok: false, message: `${program}: ${guarded.message}` };
   // A FIFO or device could block or stream forever; only files and directories are operands.
   if (guarded.kind === 'other') return { ok: false, message: `${program}: ${JSON.stringify(operand)} is not a regular file or directory` };
@@ -328,9 +328,11 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
     program === 'rg'
       ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
       : [];
-  // `.git` is never searched (its file names the bare clone outside the root): after the model's own
-  // globs, so none of them can re-include it.
-  const gitExclusion = program === 'rg' ? ['--glob=!.git'] : ['--exclude-dir=.git', '--exclude=.git'];
+  // `.git` is never searched (its file names the bare clone outside the root), in any letter case. ripgrep
+  // applies every --iglob after every --glob and the last match wins, so the exclusion is an --iglob placed
+  // after the model's own: no --glob or --iglob of the model can re-include it. GNU grep: the last matching
+  // --include/--exclude wins, and --exclude-dir has no counterpart that re-includes.
+  const gitExclusion = program === 'rg' ? ['--iglob=!.git'] : ['--exclude-dir=.[Gg][Ii][Tt]', '--exclude=.[Gg][Ii][Tt]'];
   return {
     ok: true,
     // A positional pattern becomes --regexp=PATTERN: one word that no parser can read as a flag.

@@ -138,7 +138,7 @@ describe('planCommand rebuilds every argument list', () => {
       '--line-number',
       '--after-context=2',
       '--glob=*.py',
-      '--glob=!.git',
+      '--iglob=!.git',
       '--regexp=helper',
       '--',
       'src',
@@ -151,7 +151,7 @@ describe('planCommand rebuilds every argument list', () => {
     expect(plan.ok && plan.stages.map((s) => s.args)).toEqual([
       ['-n', '-e', '1,5p', '--', 'src/app.py'],
       ['--lines=3', '--'],
-      ['--invert-match', '--exclude-dir=.git', '--exclude=.git', '--regexp=x', '--'],
+      ['--invert-match', '--exclude-dir=.[Gg][Ii][Tt]', '--exclude=.[Gg][Ii][Tt]', '--regexp=x', '--'],
     ]);
     const find = await planCommand(fx.root, 'find -- -e -name x');
     expect(find.ok).toBe(false);
