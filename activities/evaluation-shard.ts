@@ -60,7 +60,11 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
   const heartbeat = new ProgressReporter();
   const embeddingCacheDir = path.join(path.dirname(input.runDir), 'embeddings');
-  const predictor = await openPredictor(retriever, { signal: Context.current().cancellationSignal, embeddingCacheDir }).catch(
+  const predictor = await openPredictor(retriever, {
+    signal: Context.current().cancellationSignal,
+    embeddingCacheDir,
+    ...(input.evaluation.sandbox ? { isolation: input.evaluation.sandbox.isolation } : {}),
+  }).catch(
     (error: unknown) => {
       heartbeat.close();
       return rethrowPredictorFailure(error);

@@ -16,7 +16,7 @@ import { findExecutable } from './executables';
  * `filter-only` is the old behaviour (allowlists and path checks alone) for machines where user namespaces
  * are not allowed; it gives up the guarantees above, and the README's Security section says which.
  */
-export type SandboxIsolation = 'namespace' | 'filter-only';
+export type { SandboxIsolation } from '../../schemas/sandbox';
 
 export interface NamespaceView {
   /** The worktree's canonical (realpath) root. It is mounted at the same path, so operands and output stay as they were. */
@@ -175,6 +175,13 @@ export function sandboxUnavailableMessage(reason: string): string {
     `the tool sandbox is unavailable on this machine (${reason}); agent tools run only inside it. ` +
     'To run them with the flag allowlist and path guard alone, set sandbox.isolation: "filter-only" in the run config (README, Security)'
   );
+}
+
+/** The worker's start-up line about its agent tools: isolated, or NOT isolated and why. */
+export function describeToolIsolation(probe: NamespaceProbe): string {
+  return probe.ok
+    ? `agent tools: isolated (each tool process in a bubblewrap namespace holding only its worktree; ${probe.bwrap})`
+    : `agent tools: NOT isolated: ${probe.reason}. Tool calls fail unless the run config sets sandbox.isolation: "filter-only" (README, Security)`;
 }
 
 export type NamespaceProbe = { ok: true; bwrap: string } | { ok: false; reason: string };
