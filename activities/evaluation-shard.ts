@@ -64,12 +64,10 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
     signal: Context.current().cancellationSignal,
     embeddingCacheDir,
     ...(input.evaluation.sandbox ? { isolation: input.evaluation.sandbox.isolation } : {}),
-  }).catch(
-    (error: unknown) => {
-      heartbeat.close();
-      return rethrowPredictorFailure(error);
-    },
-  );
+  }).catch((error: unknown) => {
+    heartbeat.close();
+    return rethrowPredictorFailure(error);
+  });
   const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   let rows: ScoredPrediction[];
   try {

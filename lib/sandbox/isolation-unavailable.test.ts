@@ -7,7 +7,8 @@ import { runPipeline, toolPlacement } from './subprocess';
 // A machine where bubblewrap may not create namespaces (a container without user namespaces).
 vi.mock('./namespace', async (importOriginal) => ({
   ...(await importOriginal<typeof import('./namespace')>()),
-  probeNamespace: () => Promise.resolve({ ok: false, reason: 'bwrap cannot create the sandbox here: No permissions to create new namespace' }),
+  probeNamespace: () =>
+    Promise.resolve({ ok: false, reason: 'bwrap cannot create the sandbox here: No permissions to create new namespace' }),
 }));
 
 let fx: SandboxFixture;

@@ -68,7 +68,7 @@ describe('the tool namespace', async () => {
 
 describe('bwrap setup failures and the start-up line', () => {
   it("reads bwrap's own failure as a start failure, never as the program's exit code 1", () => {
-    expect(namespaceSetupFailure(1, 'bwrap: Can\'t find source path /x: No such file or directory\n')).toMatch(
+    expect(namespaceSetupFailure(1, "bwrap: Can't find source path /x: No such file or directory\n")).toMatch(
       /^the sandbox could not start: bwrap: Can't find source path/,
     );
     expect(namespaceSetupFailure(1, 'grep: x: No such file or directory\n')).toBeUndefined();

@@ -13,6 +13,11 @@ import { findExecutable } from './executables';
  * cgroup and network namespaces (no network at all), drops every capability, starts a new session (no
  * terminal injection) and dies with its parent. The flag allowlist and the path guard stay as a second layer.
  *
+ * The process count: RLIMIT_NPROC does not bind root inside the user namespace, so it is bounded by the
+ * rest: the allowlisted programs never fork, each stage holds a permit of the global Semaphore(64), and a
+ * sandbox's PID namespace dies with its init, which dies with bwrap (--die-with-parent), which the timeout
+ * SIGKILLs with its process group.
+ *
  * `filter-only` is the old behaviour (allowlists and path checks alone) for machines where user namespaces
  * are not allowed; it gives up the guarantees above, and the README's Security section says which.
  */

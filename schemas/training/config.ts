@@ -117,7 +117,5 @@ export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({
   gpuTaskQueue: z.string().min(1),
   /** The run config's top-level `sandbox`, for the environment's tools (schemas/sandbox.ts). */
   sandbox: SandboxConfigSchema.prefault({}),
-}).superRefine(
-  refuseActivityKeys,
-);
+}).superRefine(refuseActivityKeys);
 export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;

@@ -10,7 +10,6 @@ import { findExecutable } from '../../lib/sandbox/executables';
 import { probeNamespace } from '../../lib/sandbox/namespace';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { runPipeline, toolPlacement, type Stage } from '../../lib/sandbox/subprocess';
-import { planCommand } from '../../lib/sandbox/terminal';
 import { recordAttack } from './attack-log';
 
 /**
@@ -113,7 +112,7 @@ describe('symlink texts through every pipeline shape: the outside is not reachab
     'ls -lR links',
     'cat links/inside links/out-file',
     "rg --hidden --no-ignore -e TOKEN -e 'SECRET'",
-    "grep -r -e SECRET -e TOKEN links src",
+    'grep -r -e SECRET -e TOKEN links src',
     'find links -type f',
   ];
   it.each(probes.map((command) => ({ command })))('$command', async ({ command }) => {
@@ -155,7 +154,10 @@ describe('the namespace alone: programs that follow links (flags the allowlist r
     ['cat links/out-file links/abs-out links/long-target', stages('cat', 'links/out-file', 'links/abs-out', 'links/long-target')],
     ['cat links/evil\\nname', stages('cat', 'links/evil\nname')],
     ['rg -L --hidden --no-ignore SECRET', stages('rg', '-L', '--hidden', '--no-ignore', '--no-config', 'SECRET')],
-    ['rg -L --hidden --no-ignore gitdir|url (no .git exclusion)', stages('rg', '-L', '--hidden', '--no-ignore', '--no-config', '-e', 'gitdir', '-e', 'url', '-e', 'worktrees')],
+    [
+      'rg -L --hidden --no-ignore gitdir|url (no .git exclusion)',
+      stages('rg', '-L', '--hidden', '--no-ignore', '--no-config', '-e', 'gitdir', '-e', 'url', '-e', 'worktrees'),
+    ],
     ['grep -R SECRET .', stages('grep', '-R', 'SECRET', '.')],
     ['find -L links -type f', stages('find', '-L', 'links', '-type', 'f')],
     ['find -L . -path ./.git/*', stages('find', '-L', '.', '-path', './.git/*')],
@@ -215,7 +217,7 @@ describe("git's control data: nothing of .git is shown, through any glob precede
     'rg --hidden --no-ignore --no-ignore-vcs --files',
     "rg --hidden --iglob '.GIT' --iglob '*' gitdir",
     "grep -r --include='*' --include=.git -e gitdir -e url .",
-    "grep -r --exclude-dir=src -e url -e worktrees .",
+    'grep -r --exclude-dir=src -e url -e worktrees .',
     "find . -path './.git/*'",
     'find . -name config',
     'ls -la .git',
@@ -228,10 +230,15 @@ describe("git's control data: nothing of .git is shown, through any glob precede
       for (const { kind, root } of checkouts()) {
         const result = await runTool(root, 'terminal', { command }, { isolation });
         const text = shown(result);
-        recordAttack('terminal', `${command} (${kind}, ${isolation})`, text.includes(bare) || text.includes(urlToken) ? 'escaped' : 'contained');
+        recordAttack(
+          'terminal',
+          `${command} (${kind}, ${isolation})`,
+          text.includes(bare) || text.includes(urlToken) ? 'escaped' : 'contained',
+        );
         expectNothingOutside(`${command} in the ${kind} (${isolation})`, text);
         // find's own walk is held by the namespace (an empty .git); the allowlist layer does not rewrite find.
-        if (isolation === 'namespace' || !command.startsWith('find')) expect(result.output).not.toMatch(/\.git\/(config|HEAD|refs|objects)/);
+        if (isolation === 'namespace' || !command.startsWith('find'))
+          expect(result.output).not.toMatch(/\.git\/(config|HEAD|refs|objects)/);
       }
     }
   });
@@ -255,12 +262,22 @@ describe("git's control data: nothing of .git is shown, through any glob precede
   });
 
   it('read of anything under .git answers exactly as a missing file does', async () => {
-    const answer = async (root: string, p: string) => (await runTool(root, 'read', { path: p })).message!.replace(JSON.stringify(p), 'PATH');
+    const answer = async (root: string, p: string) =>
+      (await runTool(root, 'read', { path: p })).message!.replace(JSON.stringify(p), 'PATH');
     for (const { kind, root } of checkouts()) {
       const missing = await answer(root, 'no-such-file.txt');
       expect(missing).toBe('read: no such file or directory: PATH');
-      const paths = ['.git', '.git/config', '.git/HEAD', '.git/refs/heads/main', '.git/refs/heads/no-such-branch', '.git/config/x', '.GIT/config'];
-      if (kind === 'plain clone') paths.push('gitlink/config', 'gitlink/refs/heads/main', 'gitlink/refs/heads/no-such-branch', 'gitlink/config/x');
+      const paths = [
+        '.git',
+        '.git/config',
+        '.git/HEAD',
+        '.git/refs/heads/main',
+        '.git/refs/heads/no-such-branch',
+        '.git/config/x',
+        '.GIT/config',
+      ];
+      if (kind === 'plain clone')
+        paths.push('gitlink/config', 'gitlink/refs/heads/main', 'gitlink/refs/heads/no-such-branch', 'gitlink/config/x');
       for (const p of paths) {
         const got = await answer(root, p);
         recordAttack('read', `read ${p} (${kind}) answers as missing`, got === missing ? 'refused' : 'escaped');
