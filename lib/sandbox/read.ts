@@ -9,13 +9,6 @@ import { findExecutable } from './executables';
 import { describeLimit, runPipeline, toolPlacement } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
-/**
- * Once `cat` is started it gets at least this long, whatever is left of the 5 s: on a saturated machine the
- * permit can come just before the deadline, and a small file must still be read then (it is the same
- * promise the in-process read kept by always reading its first chunk).
- */
-const MIN_CAT_RUN_MS = 2_000;
-
 /** Characters of file text per read: the 4096-character output limit less room for the marker line. */
 const BODY_BUDGET = SANDBOX_LIMITS.maxOutputChars - 160;
 
@@ -186,7 +179,10 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions)
   const run = await runPipeline([{ executable: cat, args: ['--', target.relative] }], {
     cwd: target.root,
     timeoutMs: Math.max(1, deadline - Date.now()),
-    minRunMs: Math.min(MIN_CAT_RUN_MS, timeoutMs),
+    // Once `cat` is started it gets the whole read timeout again, whatever the wait for its permit left: on a
+    // saturated machine (64 searches queued) the permit can come just before the deadline, and a small file
+    // must still be read then (the promise the in-process read kept by always reading its first chunk).
+    minRunMs: timeoutMs,
     signal: options.signal,
     placement: toolPlacement(target.root, options.isolation),
     ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),

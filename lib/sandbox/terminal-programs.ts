@@ -462,9 +462,19 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
     i += 1;
   }
   const expression: string[] = [];
+  const globalOptions: string[] = [];
+  let hasAction = false;
   for (; i < words.length; i++) {
     const word = words[i]!;
+    // Global options go before the pruning (find warns when one follows a test); in the expression they
+    // were true, and stay so.
+    if (word === '-depth') {
+      globalOptions.push(word);
+      expression.push('-true');
+      continue;
+    }
     if (FIND_UNARY.has(word)) {
+      if (word === '-print' || word === '-quit') hasAction = true;
       expression.push(word);
       continue;
     }
@@ -477,7 +487,11 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
         const problem = regexLimitProblem(value, `find ${word}`);
         if (problem) return { ok: false, message: problem };
       }
-      expression.push(word, value);
+      if (word === '-printf') hasAction = true;
+      if (word === '-maxdepth' || word === '-mindepth') {
+        globalOptions.push(word, value);
+        expression.push('-true');
+      } else expression.push(word, value);
       i += 1;
       continue;
     }
@@ -492,7 +506,19 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
   const paths = await pathOperands(ctx, 'find', starts.length ? starts : ['.']);
   if (!paths.ok) return paths;
   // find has no '--': a start path is made safe by asOperand ('./-x'), and '.' stays '.'.
-  return { ok: true, args: [...paths.args, ...expression] };
+  return { ok: true, args: [...paths.args, ...globalOptions, ...withoutGit(expression, hasAction)] };
+}
+
+/**
+ * The model's find expression with `.git` (any letter case) pruned in front of it, so find's own walk never
+ * lists git's control data (the namespace's `.git` is empty anyway; this is the second layer). `-ipath
+ * '*\/.git/*'` also holds under -depth, where -prune does nothing. An expression without an action gets
+ * the -print find would have added to the whole, now only to the model's part.
+ */
+function withoutGit(expression: string[], hasAction: boolean): string[] {
+  const pruneGit = ['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o'];
+  const model = expression.length > 0 ? ['(', ...expression, ')'] : [];
+  return [...pruneGit, ...model, ...(hasAction ? [] : ['-print'])];
 }
 
 export function isAllowedProgram(name: string): name is AllowedProgram {

@@ -158,7 +158,19 @@ describe('planCommand rebuilds every argument list', () => {
     const findDash = await planCommand(fx.root, 'find -e -maxdepth 1');
     expect(findDash.ok).toBe(false); // '-e' is read as an expression, as find would
     const findPath = await planCommand(fx.root, 'find ./-e -maxdepth 0');
-    expect(findPath.ok && findPath.stages[0]!.args).toEqual(['./-e', '-maxdepth', '0']);
+    expect(findPath.ok && findPath.stages[0]!.args).toEqual([
+      './-e',
+      '-maxdepth',
+      '0',
+      ...['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o', '(', '-true', ')', '-print'],
+    ]);
+    // .git is pruned in front of the model's expression, whose -print (or -printf, -quit) is kept as written.
+    const findGit = await planCommand(fx.root, "find . -depth -name '*.py' -print -o -maxdepth 2");
+    expect(findGit.ok && findGit.stages[0]!.args).toEqual([
+      ...['.', '-depth', '-maxdepth', '2'],
+      ...['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o'],
+      ...['(', '-true', '-name', '*.py', '-print', '-o', '-true', ')'],
+    ]);
   });
 
   it('keeps the sample output of a real file exact', async () => {

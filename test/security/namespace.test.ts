@@ -219,6 +219,8 @@ describe("git's control data: nothing of .git is shown, through any glob precede
     "grep -r --include='*' --include=.git -e gitdir -e url .",
     'grep -r --exclude-dir=src -e url -e worktrees .',
     "find . -path './.git/*'",
+    "find . -depth -ipath '*git*'",
+    "find . -maxdepth 3 -name '*' -print",
     'find . -name config',
     'ls -la .git',
     'cat gitlink/config',
@@ -236,9 +238,9 @@ describe("git's control data: nothing of .git is shown, through any glob precede
           text.includes(bare) || text.includes(urlToken) ? 'escaped' : 'contained',
         );
         expectNothingOutside(`${command} in the ${kind} (${isolation})`, text);
-        // find's own walk is held by the namespace (an empty .git); the allowlist layer does not rewrite find.
-        if (isolation === 'namespace' || !command.startsWith('find'))
-          expect(result.output).not.toMatch(/\.git\/(config|HEAD|refs|objects)/);
+        expect(result.output).not.toMatch(/\.git\/(config|HEAD|refs|objects)/);
+        // find's own walk never enters or lists .git, in either layer (the allowlist prunes it).
+        if (command.startsWith('find')) expect(result.output).not.toMatch(/(^|\n)\.\/\.git(\/|\n|$)/);
       }
     }
   });
