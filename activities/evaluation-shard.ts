@@ -60,12 +60,14 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
   const heartbeat = new ProgressReporter();
   const embeddingCacheDir = path.join(path.dirname(input.runDir), 'embeddings');
-  const predictor = await openPredictor(retriever, { signal: Context.current().cancellationSignal, embeddingCacheDir }).catch(
-    (error: unknown) => {
-      heartbeat.close();
-      return rethrowPredictorFailure(error);
-    },
-  );
+  const predictor = await openPredictor(retriever, {
+    signal: Context.current().cancellationSignal,
+    embeddingCacheDir,
+    ...(input.evaluation.sandbox ? { isolation: input.evaluation.sandbox.isolation } : {}),
+  }).catch((error: unknown) => {
+    heartbeat.close();
+    return rethrowPredictorFailure(error);
+  });
   const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   let rows: ScoredPrediction[];
   try {

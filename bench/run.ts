@@ -18,6 +18,7 @@ const benches: Record<string, { file: string; what: string }> = {
     file: 'sandbox-lag.ts',
     what: 'event-loop lag of hostile in-process sandbox cases (blank-line floods, long-name globs)',
   },
+  isolation: { file: 'isolation.ts', what: 'extra time per tool call of the bubblewrap sandbox (namespace vs filter-only)' },
   dense: { file: 'dense.ts', what: 'dense embedding throughput on CPU' },
   fetch: { file: 'fetch.ts', what: 'empty bare repo + fetch --depth=1 per base commit vs a full clone, over file:// (../shared/repos)' },
   train: {

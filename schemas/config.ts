@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DownstreamConfigSchema } from './downstream/config';
 import { EvaluationConfigSchema } from './evaluation';
+import { SandboxConfigSchema } from './sandbox';
 import { StoreUriSchema } from './store';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 import { TrainingConfigSchema } from './training/config';
@@ -101,6 +102,12 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
    * the samples, checkpoints and logs through the store. Unset: every node sees `dataDir` (as before).
    */
   store: StoreUriSchema.optional(),
+  /**
+   * How the agent's tools are isolated wherever they run (evaluation's agent retrievers, the training
+   * environment, the built-in downstream agent): `{ isolation: "namespace" }` (default) or "filter-only"
+   * (schemas/sandbox.ts; README, Security). validate-config copies it into those sections.
+   */
+  sandbox: SandboxConfigSchema.prefault({}),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfigSchema>;
 export type PipelineConfigInput = z.input<typeof PipelineConfigSchema>;

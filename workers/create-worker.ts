@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { setActivityClient } from '../activities/kit';
+import { describeToolIsolation, probeNamespace } from '../lib/sandbox/namespace';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
 
@@ -45,6 +46,7 @@ export async function createWorker(
     throw error;
   });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
+  console.log(describeToolIsolation(await probeNamespace()));
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,

@@ -1,6 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, PipelineConfigSchema, describeConfigIssues, type PipelineConfig } from '../../schemas/config';
+import type { DownstreamConfig } from '../../schemas/downstream/config';
+import type { SandboxConfig } from '../../schemas/sandbox';
 import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 import { resolveDownstreamPaths } from './downstream-paths';
 import { resolveEvaluationPaths } from './evaluation-paths';
@@ -11,6 +13,10 @@ export type ResolvedConfig = Omit<PipelineConfig, 'environment' | 'training'> & 
   environment: PipelineConfig['environment'] & { cacheDir: string; worktreesDir: string };
   training?: ResolvedTrainingConfig;
 };
+
+function withSandbox(downstream: DownstreamConfig, sandbox: SandboxConfig): DownstreamConfig {
+  return downstream.agent.kind === 'builtin' ? { ...downstream, agent: { ...downstream.agent, sandbox } } : downstream;
+}
 
 /**
  * The run config validated with zod (defaults applied) and every path resolved against `baseDir` (the worker's
@@ -39,8 +45,10 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
     cacheDir: path.resolve(baseDir, config.environment.cacheDir ?? path.join(dataDir, 'repos')),
     worktreesDir: path.resolve(baseDir, config.environment.worktreesDir ?? path.join(dataDir, 'worktrees')),
   };
-  const downstream = config.downstream ? { downstream: resolveDownstreamPaths(config.downstream, baseDir) } : {};
-  const evaluation = resolveEvaluationPaths(config.evaluation, baseDir, source);
-  const training = config.training ? resolveTrainingPaths(config.training, baseDir) : undefined;
+  // The one `sandbox` setting reaches every section whose activities run agent tools.
+  const { sandbox } = config;
+  const downstream = config.downstream ? { downstream: withSandbox(resolveDownstreamPaths(config.downstream, baseDir), sandbox) } : {};
+  const evaluation = { ...resolveEvaluationPaths(config.evaluation, baseDir, source), sandbox };
+  const training = config.training ? resolveTrainingPaths(config.training, baseDir, sandbox) : undefined;
   return { ...config, dataDir, inputs, environment, evaluation, ...downstream, training, runDir: path.join(dataDir, config.runId) };
 }

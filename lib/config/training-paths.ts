@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { ResolvedTrainingConfig, TrainingConfig } from '../../schemas/training/config';
+import type { SandboxConfig } from '../../schemas/sandbox';
 import { temporalConfig } from '../../temporal.config';
 
 /**
@@ -7,9 +8,10 @@ import { temporalConfig } from '../../temporal.config';
  * the GPU task queue filled in from temporal.config.ts. Paths are not checked here: the model directory and
  * the Python live on the GPU node, where the segment activity checks them.
  */
-export function resolveTrainingPaths(training: TrainingConfig, baseDir: string): ResolvedTrainingConfig {
+export function resolveTrainingPaths(training: TrainingConfig, baseDir: string, sandbox: SandboxConfig): ResolvedTrainingConfig {
   return {
     ...training,
+    sandbox,
     modelDir: path.resolve(baseDir, training.modelDir),
     python: path.resolve(baseDir, training.python),
     gpuTaskQueue: training.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,

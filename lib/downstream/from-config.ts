@@ -17,6 +17,7 @@ export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent 
       temperature: config.temperature,
       ...(config.maxTokensPerCall === undefined ? {} : { maxTokensPerCall: config.maxTokensPerCall }),
       retry: { maxAttempts: config.maxAttempts, timeoutMs: config.callTimeoutMs },
+      sandbox: { isolation: config.sandbox?.isolation ?? 'namespace' },
     });
   }
   return createOpenHandsAdapter({

@@ -1,4 +1,5 @@
 import { findExecutable } from './executables';
+import type { SandboxIsolation } from './namespace';
 
 /**
  * Which program backs grep and glob: ripgrep (SPEC §2) when installed, GNU grep + find otherwise. Injectable
@@ -15,6 +16,13 @@ export interface SandboxOptions {
   signal?: AbortSignal;
   /** Overrides the per-program memory / CPU limits (lib/sandbox/subprocess.ts); tests use small ones. */
   resourceLimits?: { addressSpaceBytes?: number; cpuSeconds?: number };
+  /**
+   * `namespace` (default): every tool process runs in the bubblewrap sandbox that holds only the worktree
+   * (lib/sandbox/namespace.ts); a machine that cannot create it gets an error observation, never an
+   * unisolated run. `filter-only`: the flag allowlists and the path guard alone (the run config's
+   * `sandbox.isolation`; the README's Security section says what it gives up).
+   */
+  isolation?: SandboxIsolation;
 }
 
 export function defaultEngine(): SearchEngine {

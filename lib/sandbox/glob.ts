@@ -7,7 +7,7 @@ import { TimeSlice } from './time-slice';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
-import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
@@ -23,14 +23,15 @@ function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Sta
         '--sort=path',
         `--threads=${SANDBOX_LIMITS.maxSearchThreads}`,
         `--glob=${glob}`,
-        '--glob=!.git',
+        // After every --glob (ripgrep applies --iglob last): `.git` stays out in any letter case.
+        '--iglob=!.git',
       ],
     };
   }
   // find's -P default: symlinks are listed as links (and -type f drops them), never followed.
   return {
     executable,
-    args: ['.', '-mindepth', '1', '(', '-name', '.git', '-prune', ')', '-o', '-type', 'f', '-printf', '%P\\0'],
+    args: ['.', '-mindepth', '1', '(', '-iname', '.git', '-prune', ')', '-o', '-type', 'f', '-printf', '%P\\0'],
   };
 }
 
@@ -200,6 +201,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const deadline = Date.now() + timeoutMs;
   const run = await runPipeline([listStage(engine, programs.list, normalized.pattern)], {
     cwd: canonical.root,
+    placement: toolPlacement(canonical.root, options.isolation),
     timeoutMs,
     signal: options.signal,
     ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),

@@ -8,7 +8,7 @@ import { LineSplitter } from './line-splitter';
 import { fitOutput, sanitizeText } from './output';
 import { asOperand, guardPath } from './paths';
 import { regexLimitProblem } from './regex-limits';
-import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 interface Match {
@@ -59,7 +59,8 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
     return {
       executable,
       // --no-config: no RIPGREP_CONFIG_PATH; --no-ignore/--hidden: the same files GNU grep sees; the .git
-      // exclusion comes last so a user glob like '*' cannot re-include it; no -L: symlinks are not followed.
+      // exclusion is an --iglob (ripgrep applies those after every --glob; the last match wins), so a user
+      // glob like '*' cannot re-include `.git` in any letter case; no -L: symlinks are not followed.
       args: [
         '--no-config',
         '--color=never',
@@ -72,7 +73,7 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
         '--sort=path',
         `--threads=${SANDBOX_LIMITS.maxSearchThreads}`,
         ...globs,
-        '--glob=!.git',
+        '--iglob=!.git',
         '-e',
         pattern,
         '--',
@@ -92,8 +93,8 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
       '--null',
       '--color=never',
       '-E',
-      '--exclude-dir=.git',
-      '--exclude=.git',
+      '--exclude-dir=.[Gg][Ii][Tt]',
+      '--exclude=.[Gg][Ii][Tt]',
       ...(include ? [`--include=${include}`] : []),
       '-e',
       pattern,
@@ -128,7 +129,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const tooBig = regexLimitProblem(pattern, 'grep: the pattern');
   if (tooBig) return errorResult(tooBig);
 
-  const scope = await guardPath(root, args.path ?? '.');
+  const scope = await guardPath(root, args.path ?? '.', { gitControlData: 'missing' });
   if (!scope.ok) return errorResult(`grep: ${scope.message}`);
   if (scope.kind === 'other') return errorResult(`grep: ${displayPath(scope.relative)} is not a regular file or directory`);
   const where = describeScope(displayPath(scope.relative), args.glob);
@@ -211,6 +212,7 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const operand = scope.relative === '.' ? null : asOperand(scope.relative);
   const run = await runPipeline([buildStage(engine, programs.search, pattern, operand, globArg)], {
     cwd: scope.root,
+    placement: toolPlacement(scope.root, options.isolation),
     timeoutMs,
     signal: options.signal,
     ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findExecutable } from './executables';
-import { decodeNamespaceExit, namespaceArgs, probeNamespace } from './namespace';
+import { decodeNamespaceExit, describeToolIsolation, namespaceArgs, namespaceSetupFailure, probeNamespace } from './namespace';
 
 function worktree(kind: 'linked' | 'clone'): string {
   const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'ns-test-')));
@@ -63,5 +63,22 @@ describe('the tool namespace', async () => {
 
   it('refuses a working directory outside the worktree', () => {
     expect(() => namespaceArgs({ root: '/tmp/a', writable: false }, '/tmp')).toThrow(/outside the worktree/);
+  });
+});
+
+describe('bwrap setup failures and the start-up line', () => {
+  it("reads bwrap's own failure as a start failure, never as the program's exit code 1", () => {
+    expect(namespaceSetupFailure(1, "bwrap: Can't find source path /x: No such file or directory\n")).toMatch(
+      /^the sandbox could not start: bwrap: Can't find source path/,
+    );
+    expect(namespaceSetupFailure(1, 'grep: x: No such file or directory\n')).toBeUndefined();
+    expect(namespaceSetupFailure(0, 'bwrap: ...')).toBeUndefined();
+  });
+
+  it('says isolated, or NOT isolated with the reason and the switch', () => {
+    expect(describeToolIsolation({ ok: true, bwrap: '/usr/bin/bwrap' })).toMatch(/^agent tools: isolated /);
+    expect(describeToolIsolation({ ok: false, reason: 'bubblewrap (bwrap) is not installed' })).toMatch(
+      /^agent tools: NOT isolated: bubblewrap \(bwrap\) is not installed\. .*sandbox\.isolation: "filter-only"/,
+    );
   });
 });

@@ -13,10 +13,15 @@ import { findExecutable } from './executables';
  * cgroup and network namespaces (no network at all), drops every capability, starts a new session (no
  * terminal injection) and dies with its parent. The flag allowlist and the path guard stay as a second layer.
  *
+ * The process count: RLIMIT_NPROC does not bind root inside the user namespace, so it is bounded by the
+ * rest: the allowlisted programs never fork, each stage holds a permit of the global Semaphore(64), and a
+ * sandbox's PID namespace dies with its init, which dies with bwrap (--die-with-parent), which the timeout
+ * SIGKILLs with its process group.
+ *
  * `filter-only` is the old behaviour (allowlists and path checks alone) for machines where user namespaces
  * are not allowed; it gives up the guarantees above, and the README's Security section says which.
  */
-export type SandboxIsolation = 'namespace' | 'filter-only';
+export type { SandboxIsolation } from '../../schemas/sandbox';
 
 export interface NamespaceView {
   /** The worktree's canonical (realpath) root. It is mounted at the same path, so operands and output stay as they were. */
@@ -47,8 +52,14 @@ function isUnder(dir: string, candidate: string): boolean {
   return candidate === dir || candidate.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-/** bwrap's arguments for the system part of the view: each system dir bound read-only, or re-made as the symlink it is. */
+let systemMountArgs: string[] | undefined;
+
+/**
+ * bwrap's arguments for the system part of the view: each system dir bound read-only, or re-made as the
+ * symlink it is. The host's layout does not change while a worker runs, so it is read once.
+ */
 function systemMounts(): string[] {
+  if (systemMountArgs) return systemMountArgs;
   const args: string[] = [];
   for (const dir of SYSTEM_DIRS) {
     let stat;
@@ -61,6 +72,7 @@ function systemMounts(): string[] {
     else if (stat.isDirectory()) args.push('--ro-bind', dir, dir);
   }
   for (const file of SYSTEM_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
+  systemMountArgs = args;
   return args;
 }
 
@@ -148,6 +160,33 @@ export function decodeNamespaceExit(
   const number = exitCode - 128;
   const name = (Object.entries(osConstants.signals) as Array<[NodeJS.Signals, number]>).find(([, n]) => n === number)?.[0];
   return name ? { exitCode: null, signal: name } : { exitCode, signal };
+}
+
+/**
+ * bwrap's own failure (a mount it could not make, namespaces it may not create): it exits 1 before the
+ * program starts, with its reason on stderr prefixed `bwrap: `. Without this check such a failure would
+ * read as the program's exit code 1 ("no matches" for grep). The allowlisted programs prefix their
+ * messages with their own name, or (ripgrep) with a path operand, which the guard only lets through for
+ * files that exist and so produce no error.
+ */
+export function namespaceSetupFailure(exitCode: number | null, stderr: string): string | undefined {
+  if (exitCode !== 1 || !stderr.startsWith('bwrap: ')) return undefined;
+  return `the sandbox could not start: ${stderr.split('\n')[0]!.slice(0, 300)}`;
+}
+
+/** What a tool call answers when isolation is asked for and this machine cannot provide it. */
+export function sandboxUnavailableMessage(reason: string): string {
+  return (
+    `the tool sandbox is unavailable on this machine (${reason}); agent tools run only inside it. ` +
+    'To run them with the flag allowlist and path guard alone, set sandbox.isolation: "filter-only" in the run config (README, Security)'
+  );
+}
+
+/** The worker's start-up line about its agent tools: isolated, or NOT isolated and why. */
+export function describeToolIsolation(probe: NamespaceProbe): string {
+  return probe.ok
+    ? `agent tools: isolated (each tool process in a bubblewrap namespace holding only its worktree; ${probe.bwrap})`
+    : `agent tools: NOT isolated: ${probe.reason}. Tool calls fail unless the run config sets sandbox.isolation: "filter-only" (README, Security)`;
 }
 
 export type NamespaceProbe = { ok: true; bwrap: string } | { ok: false; reason: string };

@@ -66,11 +66,12 @@ const MAX_SYMLINK_HOPS = 40;
 
 /**
  * Resolves `lexical` (inside the canonical `root`) one component at a time, following symlinks by reading
- * them, and says whether any link leads outside the root, whether or not what it points at exists. Used
- * when realpath failed, so a dangling outward link is refused exactly like an outward link whose target
- * exists. Reads only link texts inside the root; never touches anything outside it.
+ * them, and says whether any link leads outside the root ('outside'), whether or not what it points at
+ * exists, or into a `.git` ('git'). Used when realpath failed, so a dangling outward link is refused exactly
+ * like an outward link whose target exists, and a link into `.git` answers the same whatever `.git` holds.
+ * Reads only link texts inside the root; never touches anything outside it.
  */
-export async function escapesThroughSymlink(root: string, lexical: string): Promise<boolean> {
+export async function linkDestination(root: string, lexical: string): Promise<'outside' | 'git' | null> {
   const pending = path
     .relative(root, lexical)
     .split(path.sep)
@@ -80,26 +81,27 @@ export async function escapesThroughSymlink(root: string, lexical: string): Prom
   while (pending.length > 0) {
     const component = pending.shift()!;
     const next = path.resolve(current, component);
-    if (!isInside(root, next)) return true;
+    if (!isInside(root, next)) return 'outside';
+    if (hasGitComponent(path.relative(root, next))) return 'git';
     let stat;
     try {
       stat = await fs.lstat(next);
     } catch {
-      return false;
+      return null;
     }
     if (!stat.isSymbolicLink()) {
       current = next;
       continue;
     }
-    if (++hops > MAX_SYMLINK_HOPS) return false;
+    if (++hops > MAX_SYMLINK_HOPS) return null;
     let target: string;
     try {
       target = await fs.readlink(next);
     } catch {
-      return false;
+      return null;
     }
     const resolved = path.resolve(current, target);
-    if (!isInside(root, resolved)) return true;
+    if (!isInside(root, resolved)) return 'outside';
     pending.unshift(
       ...path
         .relative(root, resolved)
@@ -108,7 +110,26 @@ export async function escapesThroughSymlink(root: string, lexical: string): Prom
     );
     current = root;
   }
-  return false;
+  return null;
+}
+
+/** True when a symlink on the way leads outside the root (see linkDestination). */
+export async function escapesThroughSymlink(root: string, lexical: string): Promise<boolean> {
+  return (await linkDestination(root, lexical)) === 'outside';
+}
+
+export interface GuardOptions {
+  /**
+   * How a path into git's control data (a `.git` component, written or reached through a symlink) is
+   * answered: 'refuse' (default) says it is inside .git; 'missing' answers exactly as a path that does not
+   * exist (the retrieval tools: their sandbox holds an empty .git, and glob never lists it). Either way the
+   * answer is decided before anything under `.git` is touched, so it never depends on what `.git` holds.
+   */
+  gitControlData?: 'refuse' | 'missing';
+}
+
+function missing(userPath: string): { ok: false; message: string } {
+  return { ok: false, message: `no such file or directory: ${show(userPath)}` };
 }
 
 /**
@@ -126,7 +147,7 @@ export async function escapesThroughSymlink(root: string, lexical: string): Prom
  *
  * Never throws. The root is canonicalised here too (`rootPath` may itself contain symlinks).
  */
-export async function guardPath(rootPath: string, userPath: string): Promise<GuardedPath> {
+export async function guardPath(rootPath: string, userPath: string, options: GuardOptions = {}): Promise<GuardedPath> {
   if (typeof userPath !== 'string') return { ok: false, message: 'path must be a string' };
   if (userPath.includes('\0')) return { ok: false, message: `path ${show(userPath)} contains a NUL byte; refused` };
   if (userPath.length > SANDBOX_LIMITS.maxPathChars) {
@@ -155,15 +176,25 @@ export async function guardPath(rootPath: string, userPath: string): Promise<Gua
     }
   }
 
+  // A worktree's `.git` file names the bare clone's directory (outside the root); a `.git` directory holds
+  // config and hooks. Neither is repository content: no tool shows them.
+  const gitAnswer = () =>
+    options.gitControlData === 'missing'
+      ? missing(userPath)
+      : { ok: false as const, message: `path ${show(userPath)} is inside .git; git's control data is not shown` };
+  if (hasGitComponent(path.relative(root.root, lexical))) return gitAnswer();
+
   let real: string;
   try {
     real = await fs.realpath(lexical);
   } catch (error) {
     const code = errorCode(error);
     // A link that points out answers the same whether or not its target exists: no existence oracle.
-    if (await escapesThroughSymlink(root.root, lexical)) return outwardRefusal(userPath);
+    const destination = await linkDestination(root.root, lexical);
+    if (destination === 'outside') return outwardRefusal(userPath);
+    if (destination === 'git') return gitAnswer();
 
-    if (code === 'ENOENT') return { ok: false, message: `no such file or directory: ${show(userPath)}` };
+    if (code === 'ENOENT') return missing(userPath);
     if (code === 'ELOOP') return { ok: false, message: `path ${show(userPath)} is a symlink loop; refused` };
     if (code === 'ENOTDIR') return { ok: false, message: `path ${show(userPath)}: a component is not a directory` };
     if (code === 'EACCES') return { ok: false, message: `path ${show(userPath)}: permission denied` };
@@ -171,11 +202,7 @@ export async function guardPath(rootPath: string, userPath: string): Promise<Gua
     return { ok: false, message: `path ${show(userPath)} cannot be resolved (${code})` };
   }
   if (!isInside(root.root, real)) return outwardRefusal(userPath);
-  // A worktree's `.git` file names the bare clone's directory (outside the root); a `.git` directory holds
-  // config and hooks. Neither is repository content: no tool shows them.
-  if (hasGitComponent(path.relative(root.root, real))) {
-    return { ok: false, message: `path ${show(userPath)} is inside .git; git's control data is not shown` };
-  }
+  if (hasGitComponent(path.relative(root.root, real))) return gitAnswer();
   try {
     const stat = await fs.stat(real);
     const kind: PathKind = stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : 'other';

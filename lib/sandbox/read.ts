@@ -1,11 +1,12 @@
-import { constants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import type { ReadArgs, ToolResult } from '../../schemas/tools';
 import type { SandboxOptions } from './engine';
 import { SANDBOX_LIMITS } from './limits';
 import { fitOutput, sanitizeText } from './output';
 import { guardPath } from './paths';
-import { PermitWaitError, subprocessSlots } from './semaphore';
+import { findExecutable } from './executables';
+import { describeLimit, runPipeline, toolPlacement } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 /** Characters of file text per read: the 4096-character output limit less room for the marker line. */
@@ -28,147 +29,129 @@ interface Collected {
 }
 
 /**
- * Streams the file from the start in fixed chunks and stops as soon as the requested lines are collected,
- * the character budget is spent, a NUL byte is met or the deadline passes: a 1 GB file costs what is
- * needed, never a whole read, and at most one budget of any single line is held in memory.
+ * Takes the file's bytes in the order `cat` writes them and says 'enough' as soon as the requested lines
+ * are collected, the character budget is spent or a NUL byte is met (the pipeline then kills `cat`): a 1 GB
+ * file costs what is needed, never a whole read, and at most one budget of any single line is held in memory.
  */
-async function collectLines(
-  handle: fs.FileHandle,
-  size: number,
-  start: number,
-  end: number,
-  charBudget: number,
-  deadline: number,
-  signal: AbortSignal | undefined,
-): Promise<Collected> {
-  const out: Collected = {
-    lines: [],
-    lastLine: 0,
-    eof: false,
-    moreAfter: false,
-    budgetHit: false,
-    timedOut: false,
-    aborted: false,
-  };
-  const decoder = new StringDecoder('utf8');
-  const buffer = Buffer.alloc(SANDBOX_LIMITS.readChunkBytes);
-  let position = 0;
-  let lineNumber = 1;
-  let current = '';
-  let currentFull = 0; // characters of the current line, including the ones not kept
-  let used = 0;
+class LineCollector {
+  readonly out: Collected = { lines: [], lastLine: 0, eof: false, moreAfter: false, budgetHit: false, timedOut: false, aborted: false };
+  private readonly decoder = new StringDecoder('utf8');
+  private position = 0;
+  private lineNumber = 1;
+  private current = '';
+  private currentFull = 0; // characters of the current line, including the ones not kept
+  private used = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly start: number,
+    private readonly end: number,
+    private readonly charBudget: number,
+  ) {}
 
   /** Ends the current line; false when reading should stop. */
-  const finishLine = (complete: boolean): boolean => {
-    if (lineNumber >= start) {
-      const text = sanitizeText(current.replace(/\r$/, '')).text;
+  private finishLine(complete: boolean): boolean {
+    const out = this.out;
+    if (this.lineNumber >= this.start) {
+      const text = sanitizeText(this.current.replace(/\r$/, '')).text;
       const cut = !complete
         ? ' …[line cut]'
-        : currentFull > current.length
-          ? ` …[line cut, ${currentFull - current.length} more characters]`
+        : this.currentFull > this.current.length
+          ? ` …[line cut, ${this.currentFull - this.current.length} more characters]`
           : '';
-      const cost = String(lineNumber).length + 1 + text.length + cut.length + 1;
-      if (used + cost > charBudget && out.lines.length > 0) {
+      const cost = String(this.lineNumber).length + 1 + text.length + cut.length + 1;
+      if (this.used + cost > this.charBudget && out.lines.length > 0) {
         out.budgetHit = true;
         return false;
       }
-      out.lines.push({ number: lineNumber, text: text + cut });
-      used += cost;
+      out.lines.push({ number: this.lineNumber, text: text + cut });
+      this.used += cost;
       if (!complete) {
         out.budgetHit = true;
         return false;
       }
     }
-    out.lastLine = lineNumber;
-    lineNumber += 1;
-    current = '';
-    currentFull = 0;
-    return lineNumber <= end;
-  };
+    out.lastLine = this.lineNumber;
+    this.lineNumber += 1;
+    this.current = '';
+    this.currentFull = 0;
+    return this.lineNumber <= this.end;
+  }
 
-  for (;;) {
-    if (signal?.aborted) {
-      out.aborted = true;
-      return out;
-    }
-    // The first chunk is always read: a file that fits in it is never "too large" because the loop was
-    // busy (or the permit came late); only a scan that needs more chunks is bounded by the deadline.
-    if (position > 0 && Date.now() > deadline) {
-      out.timedOut = true;
-      return out;
-    }
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-    if (bytesRead === 0) break;
-    position += bytesRead;
-    const chunk = buffer.subarray(0, bytesRead);
+  push(chunk: Buffer): 'more' | 'enough' {
+    if (this.stopped) return 'enough';
+    this.stopped = this.take(chunk);
+    return this.stopped ? 'enough' : 'more';
+  }
+
+  /** True when reading should stop. */
+  private take(chunk: Buffer): boolean {
+    this.position += chunk.length;
     const nul = chunk.indexOf(0);
-    const text = decoder.write(nul === -1 ? chunk : chunk.subarray(0, nul));
+    const text = this.decoder.write(nul === -1 ? chunk : chunk.subarray(0, nul));
     let from = 0;
     for (;;) {
       const newline = text.indexOf('\n', from);
       const pieceEnd = newline === -1 ? text.length : newline;
-      if (lineNumber >= start) {
-        const room = charBudget - current.length;
-        if (room > 0) current += text.slice(from, from + Math.min(room, pieceEnd - from));
+      if (this.lineNumber >= this.start) {
+        const room = this.charBudget - this.current.length;
+        if (room > 0) this.current += text.slice(from, from + Math.min(room, pieceEnd - from));
       }
-      currentFull += pieceEnd - from;
+      this.currentFull += pieceEnd - from;
       if (newline === -1) {
         // A line in range that already fills the whole budget will not be shown further: stop reading it.
-        if (lineNumber >= start && current.length >= charBudget && nul === -1) {
-          finishLine(false);
-          return out;
+        if (this.lineNumber >= this.start && this.current.length >= this.charBudget && nul === -1) {
+          this.finishLine(false);
+          return true;
         }
         break;
       }
-      if (!finishLine(true)) {
-        out.moreAfter = !out.budgetHit && (newline + 1 < text.length || position < size);
-        return out;
+      if (!this.finishLine(true)) {
+        this.out.moreAfter = !this.out.budgetHit && (newline + 1 < text.length || this.position < this.size);
+        return true;
       }
       from = newline + 1;
     }
     if (nul !== -1) {
-      out.binaryAtLine = lineNumber;
-      return out;
+      this.out.binaryAtLine = this.lineNumber;
+      return true;
     }
+    return false;
   }
-  const rest = decoder.end();
-  current += rest;
-  currentFull += rest.length;
-  if (currentFull > 0) finishLine(true);
-  out.eof = true;
-  return out;
+
+  /** The whole file was read (`cat` exited 0 without being stopped): the last line may lack its newline. */
+  finish(): void {
+    if (this.stopped) return;
+    const rest = this.decoder.end();
+    this.current += rest;
+    this.currentFull += rest.length;
+    if (this.currentFull > 0) this.finishLine(true);
+    this.out.eof = true;
+  }
 }
 
 /**
  * The read tool (SPEC §5): shows a text file of the worktree with line numbers, lines [start_line,
  * end_line] (default: from line 1), at most 200 lines and 4096 characters, with a marker saying how to
- * continue. Binary files (a NUL byte, or mostly holes) are refused without being read; only regular files
- * are opened, with O_NOFOLLOW|O_NONBLOCK. Bounded by the 5 s read timeout. Never throws.
+ * continue. The bytes come from `cat` run in the tool sandbox (lib/sandbox/namespace.ts), which holds the
+ * worktree and nothing else, so no path can reach outside it whatever the guard decided; `cat` is stopped as
+ * soon as the lines are collected. Binary files (a NUL byte, or mostly holes) are refused; only regular
+ * files are read. Bounded by the 5 s read timeout. Never throws.
  */
 export async function read(root: string, args: ReadArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  // The deadline is the call's: the wait for a permit is part of the 5 s, and so is a cancellation.
-  const timeoutMs = options.timeoutMs ?? SANDBOX_LIMITS.readTimeoutMs;
-  const deadline = Date.now() + timeoutMs;
-  let release: () => void;
   try {
-    release = await subprocessSlots.acquire(1, { deadline, ...(options.signal ? { signal: options.signal } : {}) });
-  } catch (error) {
-    if (error instanceof PermitWaitError) {
-      return errorResult(error.reason === 'aborted' ? 'read was cancelled' : `read ${slotWaitTimeout(timeoutMs)}`);
-    }
-    return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  try {
-    return await readUnsafe(root, args, options, deadline, timeoutMs);
+    return await readUnsafe(root, args, options);
   } catch (error) {
     return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
-  } finally {
-    release();
   }
 }
 
-async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions, deadline: number, timeoutMs: number): Promise<ToolResult> {
+async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions): Promise<ToolResult> {
   const limits = SANDBOX_LIMITS;
+  // The deadline is the call's: the wait for a permit is part of the 5 s, and so is a cancellation.
+  const timeoutMs = options.timeoutMs ?? limits.readTimeoutMs;
+  const deadline = Date.now() + timeoutMs;
   const start = args.start_line ?? 1;
   if (!Number.isInteger(start) || start < 1) return errorResult('read: start_line must be an integer ≥ 1');
   if (args.end_line !== undefined && (!Number.isInteger(args.end_line) || args.end_line < start)) {
@@ -177,25 +160,47 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions,
   const requestedEnd = args.end_line ?? Number.MAX_SAFE_INTEGER;
   const end = Math.min(requestedEnd, start + limits.maxReadLines - 1);
 
-  const target = await guardPath(root, args.path);
+  const target = await guardPath(root, args.path, { gitControlData: 'missing' });
   if (!target.ok) return errorResult(`read: ${target.message}`);
   const shownPath = displayPath(target.relative);
   if (target.kind === 'directory') {
     return errorResult(`read: ${shownPath} is a directory; use glob (e.g. "${shownPath === '.' ? '' : `${shownPath}/`}*") to list it`);
   }
   if (target.kind !== 'file') return errorResult(`read: ${shownPath} is not a regular file`);
+  const stat = await fs.stat(target.absolute);
+  if (stat.size >= 1024 * 1024 && stat.blocks * 512 < stat.size / 2) {
+    return errorResult(`read: ${shownPath} is a sparse file (${stat.size} bytes, mostly holes); not shown`);
+  }
 
-  const handle = await fs.open(target.absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  let collected: Collected;
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return errorResult(`read: ${shownPath} is not a regular file`);
-    if (stat.size >= 1024 * 1024 && stat.blocks * 512 < stat.size / 2) {
-      return errorResult(`read: ${shownPath} is a sparse file (${stat.size} bytes, mostly holes); not shown`);
-    }
-    collected = await collectLines(handle, stat.size, start, end, BODY_BUDGET, deadline, options.signal);
-  } finally {
-    await handle.close();
+  const cat = findExecutable('cat');
+  if (!cat) return errorResult('read: cat is not installed on this machine');
+  const collector = new LineCollector(stat.size, start, end, BODY_BUDGET);
+  // The guard's canonical relative path: no symlink left in it, and never read as a flag.
+  const run = await runPipeline([{ executable: cat, args: ['--', target.relative] }], {
+    cwd: target.root,
+    timeoutMs: Math.max(1, deadline - Date.now()),
+    // Once `cat` is started it gets the whole read timeout again, whatever the wait for its permit left: on a
+    // saturated machine (64 searches queued) the permit can come just before the deadline, and a small file
+    // must still be read then (the promise the in-process read kept by always reading its first chunk).
+    minRunMs: timeoutMs,
+    signal: options.signal,
+    placement: toolPlacement(target.root, options.isolation),
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    onStdout: (chunk) => collector.push(chunk),
+  });
+  const outcome = run.stages[0]!;
+  if (outcome.spawnError) return errorResult(`read could not start cat: ${outcome.spawnError}`);
+  if (run.waitedForSlots) {
+    return errorResult(run.aborted ? 'read was cancelled' : `read ${slotWaitTimeout(timeoutMs)}`);
+  }
+  const collected = collector.out;
+  if (run.aborted) collected.aborted = true;
+  else if (run.timedOut) collected.timedOut = true;
+  else if (!run.stoppedEarly) {
+    if (outcome.limitExceeded) return errorResult(`read: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`);
+    // The file went away (or became unreadable) between the guard and cat: the same answer as a missing file.
+    if (outcome.exitCode !== 0) return errorResult(`read: no such file or directory: ${JSON.stringify(args.path)}`);
+    collector.finish();
   }
 
   if (collected.binaryAtLine !== undefined && collected.lines.length === 0) {

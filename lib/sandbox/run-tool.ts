@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { TOOL_ARGS_SCHEMAS, ToolNameSchema, type ToolName, type ToolResult } from '../../schemas/tools';
 import type { SandboxOptions } from './engine';
 import { glob } from './glob';
+import { probeNamespace, sandboxUnavailableMessage } from './namespace';
 import { grep } from './grep';
 import { read } from './read';
 import { terminal } from './terminal';
@@ -39,6 +40,11 @@ export async function runTool(root: string, name: string, rawArgs: unknown, opti
     return errorResult(`arguments for ${tool.data} must be a JSON object`);
   }
   const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
+  // Isolation asked for (the default) and not available here: no tool runs unisolated instead.
+  if ((options.isolation ?? 'namespace') === 'namespace') {
+    const probe = await probeNamespace();
+    if (!probe.ok) return errorResult(`${tool.data}: ${sandboxUnavailableMessage(probe.reason)}`);
+  }
 
   return answerAbortPromptly(tool.data, options.signal, () => dispatch(tool.data, root, withoutNulls, options));
 }

@@ -4,6 +4,15 @@ import { SANDBOX_LIMITS } from './limits';
 import { findExecutable, sandboxEnv } from './executables';
 import { PermitWaitError, subprocessSlots, type Semaphore } from './semaphore';
 import { signalProcessGroup } from '../process';
+import {
+  decodeNamespaceExit,
+  namespaceArgs,
+  namespaceSetupFailure,
+  probeNamespace,
+  sandboxUnavailableMessage,
+  type NamespaceView,
+  type SandboxIsolation,
+} from './namespace';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
@@ -17,6 +26,11 @@ export interface PipelineOptions {
   cwd: string;
   /** The whole budget, counted from the call: the wait for subprocess slots is part of it. */
   timeoutMs: number;
+  /**
+   * Once the programs are started they get at least this long, even past `timeoutMs` (whose deadline then
+   * bounds only the wait for slots): read's few bytes are never lost to a permit that came late.
+   */
+  minRunMs?: number;
   /** Called with each chunk of the last stage's stdout; return 'enough' to stop the pipeline early. */
   onStdout: (chunk: Buffer) => 'more' | 'enough';
   signal?: AbortSignal;
@@ -25,6 +39,18 @@ export interface PipelineOptions {
   slots?: Semaphore;
   /** Overrides of the per-program resource limits (tests use small ones to reach them quickly). */
   resourceLimits?: Partial<ResourceLimits>;
+  /**
+   * Where the programs run. Default: in the bubblewrap namespace (lib/sandbox/namespace.ts) holding only
+   * the worktree `cwd` (read-only). `filter-only` runs them on the host, guarded by the allowlists alone.
+   */
+  placement?: StagePlacement;
+}
+
+export type StagePlacement = { isolation: 'namespace'; view: NamespaceView } | { isolation: 'filter-only' };
+
+/** Where a retrieval tool's programs run: the read-only namespace of the worktree `root`, unless filter-only was configured. */
+export function toolPlacement(root: string, isolation: SandboxIsolation = 'namespace'): StagePlacement {
+  return isolation === 'filter-only' ? { isolation } : { isolation, view: { root, writable: false } };
 }
 
 export interface ResourceLimits {
@@ -126,6 +152,49 @@ export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESO
   return { executable: sh, args: ['-c', script, stage.executable, ...stage.args] };
 }
 
+/**
+ * The command line of one stage: the program under its limits (limitedStage), and, when isolated, that
+ * inside the namespace: `bwrap <view> prlimit <limits> -- program args`. prlimit runs inside, so the limits
+ * are the program's own; bwrap's own process is not limited (it only waits for the program).
+ */
+export function stageCommand(
+  stage: Stage,
+  limits: ResourceLimits,
+  namespace: { bwrap: string; view: NamespaceView; cwd: string } | null,
+): Stage {
+  const limited = limitedStage(stage, limits);
+  if (!namespace) return limited;
+  const inside = namespaceArgs(namespace.view, namespace.cwd, [limited.executable, stage.executable]);
+  return { executable: namespace.bwrap, args: [...inside, limited.executable, ...limited.args] };
+}
+
+/**
+ * How a stage ended, as the program itself ended: bwrap's 128 + N read back as signal N, and bwrap's own
+ * failure to set the sandbox up reported as a start failure (never as the program's exit code 1).
+ */
+export function stageEnd(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  stderr: string,
+  isolated: boolean,
+): { exitCode: number | null; signal: NodeJS.Signals | null; spawnError?: string } {
+  if (!isolated) return { exitCode: code, signal };
+  const setupFailure = namespaceSetupFailure(code, stderr);
+  return setupFailure ? { exitCode: code, signal, spawnError: setupFailure } : decodeNamespaceExit(code, signal);
+}
+
+/** The namespace the stages run in, or why they cannot run at all (isolation asked for and unavailable). */
+async function resolvePlacement(
+  placement: StagePlacement | undefined,
+  cwd: string,
+): Promise<{ ok: true; namespace: { bwrap: string; view: NamespaceView; cwd: string } | null } | { ok: false; reason: string }> {
+  const chosen = placement ?? { isolation: 'namespace', view: { root: cwd, writable: false } };
+  if (chosen.isolation === 'filter-only') return { ok: true, namespace: null };
+  const probe = await probeNamespace();
+  if (!probe.ok) return { ok: false, reason: sandboxUnavailableMessage(probe.reason) };
+  return { ok: true, namespace: { bwrap: probe.bwrap, view: chosen.view, cwd } };
+}
+
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   // detached: true made the child a process-group leader; the group signal reaches all of it.
@@ -147,6 +216,11 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   const badArg = stages.flatMap((s) => [s.executable, ...s.args]).find((a) => a.includes('\0'));
   if (badArg !== undefined) {
     for (const o of outcomes) o.spawnError = 'an argument contains a NUL byte';
+    return empty();
+  }
+  const placement = await resolvePlacement(options.placement, options.cwd);
+  if (!placement.ok) {
+    for (const o of outcomes) o.spawnError = placement.reason;
     return empty();
   }
 
@@ -181,10 +255,10 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     const env = sandboxEnv();
     let previousStdout: Readable | null = null;
     for (let i = 0; i < stages.length; i++) {
-      const stage = limitedStage(stages[i]!, { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits });
       const isLast = i === stages.length - 1;
       let child: ChildProcess;
       try {
+        const stage = stageCommand(stages[i]!, { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits }, placement.namespace);
         child = spawn(stage.executable, stage.args, {
           cwd: options.cwd,
           env,
@@ -221,8 +295,10 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
             if (child.pid === undefined) resolve();
           });
           child.on('close', (code, signal) => {
-            outcome.exitCode = code;
-            outcome.signal = signal;
+            const end = stageEnd(code, signal, outcome.stderr, placement.namespace !== null);
+            outcome.exitCode = end.exitCode;
+            outcome.signal = end.signal;
+            if (end.spawnError) outcome.spawnError = end.spawnError;
             const limit = limitHit(outcome);
             if (limit) outcome.limitExceeded = limit;
             resolve();
@@ -245,7 +321,7 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
         timedOut = true;
         killAll();
       },
-      Math.max(0, deadline - Date.now()),
+      Math.max(0, deadline - Date.now(), options.minRunMs ?? 0),
     );
     // An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded
     // machine can take a while to report) is awaited in the background, still holding the permits.

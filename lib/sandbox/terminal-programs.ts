@@ -284,7 +284,7 @@ export interface GuardContext {
 /** A path operand through the guard, as the repo-relative argument the program will get. */
 async function pathOperand(ctx: GuardContext, program: string, operand: string): Promise<Prepared> {
   if (operand === '-') return { ok: true, args: ['-'] };
-  const guarded = await guardPath(ctx.root, operand);
+  const guarded = await guardPath(ctx.root, operand, { gitControlData: 'missing' });
   if (!guarded.ok) return { ok: false, message: `${program}: ${guarded.message}` };
   // A FIFO or device could block or stream forever; only files and directories are operands.
   if (guarded.kind === 'other') return { ok: false, message: `${program}: ${JSON.stringify(operand)} is not a regular file or directory` };
@@ -337,9 +337,11 @@ async function prepareSearch(words: string[], spec: ProgramOptions, ctx: GuardCo
     program === 'rg'
       ? ['--no-config', '--no-ignore-parent', '--no-ignore-global', ...(threads ? [] : [`--threads=${SANDBOX_LIMITS.maxSearchThreads}`])]
       : [];
-  // `.git` is never searched (its file names the bare clone outside the root): after the model's own
-  // globs, so none of them can re-include it.
-  const gitExclusion = program === 'rg' ? ['--glob=!.git'] : ['--exclude-dir=.git', '--exclude=.git'];
+  // `.git` is never searched (its file names the bare clone outside the root), in any letter case. ripgrep
+  // applies every --iglob after every --glob and the last match wins, so the exclusion is an --iglob placed
+  // after the model's own: no --glob or --iglob of the model can re-include it. GNU grep: the last matching
+  // --include/--exclude wins, and --exclude-dir has no counterpart that re-includes.
+  const gitExclusion = program === 'rg' ? ['--iglob=!.git'] : ['--exclude-dir=.[Gg][Ii][Tt]', '--exclude=.[Gg][Ii][Tt]'];
   return {
     ok: true,
     // A positional pattern becomes --regexp=PATTERN: one word that no parser can read as a flag.
@@ -505,9 +507,19 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
     i += 1;
   }
   const expression: string[] = [];
+  const globalOptions: string[] = [];
+  let hasAction = false;
   for (; i < words.length; i++) {
     const word = words[i]!;
+    // Global options go before the pruning (find warns when one follows a test); in the expression they
+    // were true, and stay so.
+    if (word === '-depth') {
+      globalOptions.push(word);
+      expression.push('-true');
+      continue;
+    }
     if (FIND_UNARY.has(word)) {
+      if (word === '-print' || word === '-quit') hasAction = true;
       expression.push(word);
       continue;
     }
@@ -520,7 +532,11 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
         const problem = regexLimitProblem(value, `find ${word}`);
         if (problem) return { ok: false, message: problem };
       }
-      expression.push(word, value);
+      if (word === '-printf') hasAction = true;
+      if (word === '-maxdepth' || word === '-mindepth') {
+        globalOptions.push(word, value);
+        expression.push('-true');
+      } else expression.push(word, value);
       i += 1;
       continue;
     }
@@ -535,7 +551,19 @@ async function prepareFind(words: string[], ctx: GuardContext): Promise<Prepared
   const paths = await pathOperands(ctx, 'find', starts.length ? starts : ['.']);
   if (!paths.ok) return paths;
   // find has no '--': a start path is made safe by asOperand ('./-x'), and '.' stays '.'.
-  return { ok: true, args: [...paths.args, ...expression] };
+  return { ok: true, args: [...paths.args, ...globalOptions, ...withoutGit(expression, hasAction)] };
+}
+
+/**
+ * The model's find expression with `.git` (any letter case) pruned in front of it, so find's own walk never
+ * lists git's control data (the namespace's `.git` is empty anyway; this is the second layer). `-ipath
+ * '*\/.git/*'` also holds under -depth, where -prune does nothing. An expression without an action gets
+ * the -print find would have added to the whole, now only to the model's part.
+ */
+function withoutGit(expression: string[], hasAction: boolean): string[] {
+  const pruneGit = ['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o'];
+  const model = expression.length > 0 ? ['(', ...expression, ')'] : [];
+  return [...pruneGit, ...model, ...(hasAction ? [] : ['-print'])];
 }
 
 export function isAllowedProgram(name: string): name is AllowedProgram {

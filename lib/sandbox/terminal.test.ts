@@ -140,7 +140,7 @@ describe('planCommand rebuilds every argument list', () => {
       '--line-number',
       '--after-context=2',
       '--glob=*.py',
-      '--glob=!.git',
+      '--iglob=!.git',
       '--regexp=helper',
       '--',
       'src',
@@ -153,14 +153,26 @@ describe('planCommand rebuilds every argument list', () => {
     expect(plan.ok && plan.stages.map((s) => s.args)).toEqual([
       ['-n', '-e', '1,5p', '--', 'src/app.py'],
       ['--lines=3', '--'],
-      ['--invert-match', '--exclude-dir=.git', '--exclude=.git', '--regexp=x', '--'],
+      ['--invert-match', '--exclude-dir=.[Gg][Ii][Tt]', '--exclude=.[Gg][Ii][Tt]', '--regexp=x', '--'],
     ]);
     const find = await planCommand(fx.root, 'find -- -e -name x');
     expect(find.ok).toBe(false);
     const findDash = await planCommand(fx.root, 'find -e -maxdepth 1');
     expect(findDash.ok).toBe(false); // '-e' is read as an expression, as find would
     const findPath = await planCommand(fx.root, 'find ./-e -maxdepth 0');
-    expect(findPath.ok && findPath.stages[0]!.args).toEqual(['./-e', '-maxdepth', '0']);
+    expect(findPath.ok && findPath.stages[0]!.args).toEqual([
+      './-e',
+      '-maxdepth',
+      '0',
+      ...['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o', '(', '-true', ')', '-print'],
+    ]);
+    // .git is pruned in front of the model's expression, whose -print (or -printf, -quit) is kept as written.
+    const findGit = await planCommand(fx.root, "find . -depth -name '*.py' -print -o -maxdepth 2");
+    expect(findGit.ok && findGit.stages[0]!.args).toEqual([
+      ...['.', '-depth', '-maxdepth', '2'],
+      ...['(', '-iname', '.git', '-o', '-ipath', '*/.git/*', ')', '-prune', '-o'],
+      ...['(', '-true', '-name', '*.py', '-print', '-o', '-true', ')'],
+    ]);
   });
 
   it('keeps the sample output of a real file exact', async () => {

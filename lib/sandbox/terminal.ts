@@ -4,7 +4,7 @@ import { findExecutable } from './executables';
 import { SANDBOX_LIMITS } from './limits';
 import { fitOutput, sanitizeText } from './output';
 import { canonicalRoot } from './paths';
-import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
 import { ALLOWED_SUMMARY, isAllowedProgram, prepareProgram } from './terminal-programs';
 import { expandGlobWord } from './terminal-expand';
 import { tokenize } from './terminal-tokenize';
@@ -12,44 +12,6 @@ import { errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function refused(reason: string): ToolResult {
   return errorResult(`terminal: ${reason}\n${ALLOWED_SUMMARY}`);
-}
-
-/** What ls -l shows instead of a symlink's target: never the target, inside or outside the root alike. */
-export const REDACTED_TARGET = '[symlink target not shown]';
-
-/**
- * Replaces the target in every long-listing line of a symlink (mode string starting with 'l', optionally
- * after `-s`'s block count): `lrwxrwxrwx 1 u g 9 Jan 1 00:00 out -> /etc/x` keeps `out` and loses
- * `/etc/x`. Applied to the whole output of a pipeline that has ls in it (a later grep passes such lines
- * through). find's ways of printing targets (-ls, -printf %l) are refused instead. Scans line by line
- * with indexOf, never a backtracking RegExp: a regex whose leading blanks could span lines was cubic in
- * blank lines (20,000 of them never returned).
- */
-export function redactLinkTargets(text: string): string {
-  const lines = text.split('\n');
-  for (let k = 0; k < lines.length; k++) {
-    const kept = linkLineName(lines[k]!);
-    if (kept !== null) lines[k] = `${kept} -> ${REDACTED_TARGET}`;
-  }
-  return lines.join('\n');
-}
-
-const LINE_BLANKS = ' \t\r\v\f';
-const MODE_LETTERS = '-rwxsStT';
-
-/** The part of an `ls -l` symlink line before " -> " (the first one after the mode), or null for any other line. */
-function linkLineName(line: string): string | null {
-  let i = 0;
-  while (i < line.length && LINE_BLANKS.includes(line[i]!)) i++;
-  while (i < line.length && line[i]! >= '0' && line[i]! <= '9') i++;
-  while (i < line.length && LINE_BLANKS.includes(line[i]!)) i++;
-  if (line[i] !== 'l') return null;
-  for (let j = 1; j <= 9; j++) if (i + j >= line.length || !MODE_LETTERS.includes(line[i + j]!)) return null;
-  i += 10;
-  if (i < line.length && '.+@'.includes(line[i]!)) i++;
-  if (i >= line.length || !LINE_BLANKS.includes(line[i]!)) return null;
-  const arrow = line.indexOf(' -> ', i + 1);
-  return arrow === -1 ? null : line.slice(0, arrow);
 }
 
 /** Turns the model's command line into validated pipeline stages, or says why not. Runs nothing. */
@@ -124,6 +86,7 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   let stdoutBytes = 0;
   const run = await runPipeline(plan.stages, {
     cwd: plan.root,
+    placement: toolPlacement(plan.root, options.isolation),
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: options.signal,
     ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
@@ -137,9 +100,9 @@ async function terminalUnsafe(root: string, args: TerminalArgs, options: Sandbox
   const spawnFailure = run.stages.find((s) => s.spawnError);
   if (spawnFailure) return errorResult(`terminal: could not start the command: ${spawnFailure.spawnError}`);
 
-  const rawStdout = Buffer.concat(chunks).toString('utf8');
-  // ls -l shows "name -> target" for every link; the target may name something outside the root.
-  const stdout = sanitizeText(plan.stages.some((s) => s.program === 'ls') ? redactLinkTargets(rawStdout) : rawStdout);
+  // ls -l shows a link's text ("name -> target"), which is the repository's content; what it names
+  // outside the worktree does not exist in the sandbox, so nothing is redacted.
+  const stdout = sanitizeText(Buffer.concat(chunks).toString('utf8'));
   const stderr = run.stages
     .map((s) => sanitizeText(s.stderr).text.trim())
     .filter(Boolean)

@@ -55,6 +55,7 @@ export async function setUpSegment(
     recipe: t.recipe,
     limits: environmentLimits(t),
     codescoutTurnBonus: t.codescoutTurnBonus,
+    sandbox: { isolation: t.sandbox.isolation },
   });
   const server = await startEnvServer(environment, { onInternalError: onServerError });
   const dir = segmentDir(input.runDir, input.segment);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SandboxConfigSchema } from '../sandbox';
 import { InjectionSourceSchema } from './injection';
 
 /**
@@ -74,6 +75,8 @@ export const BuiltinAgentConfigSchema = z.object({
   callTimeoutMs: z.number().int().min(100).default(600_000),
   /** Attempts per model call (retries on 429/5xx/timeouts, none on 4xx). */
   maxAttempts: z.number().int().min(1).max(20).default(6),
+  /** Filled in by validate-config from the run config's top-level `sandbox` (schemas/sandbox.ts); set that one. */
+  sandbox: SandboxConfigSchema.optional(),
 });
 
 export const OpenHandsAgentConfigSchema = z.object({

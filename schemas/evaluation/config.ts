@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../lib/metrics/params';
 import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
+import { SandboxConfigSchema } from '../sandbox';
 
 /**
  * The evaluation section of the run config (SPEC §5 "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
@@ -110,6 +111,8 @@ export const EvaluationConfigSchema = z
      * an agent retriever may serve a newer checkpoint under the same model name, which no config hash sees.
      */
     outputPerRun: z.boolean().default(false),
+    /** Filled in by validate-config from the run config's top-level `sandbox` (schemas/sandbox.ts); set that one. */
+    sandbox: SandboxConfigSchema.optional(),
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();

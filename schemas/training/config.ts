@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SandboxConfigSchema } from '../sandbox';
 
 /**
  * The `training` section of the run config (SPEC §5 "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4).
@@ -112,7 +113,9 @@ export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
 /** The training section after validate-config: absolute paths, the GPU task queue filled in. */
-export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({ gpuTaskQueue: z.string().min(1) }).superRefine(
-  refuseActivityKeys,
-);
+export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({
+  gpuTaskQueue: z.string().min(1),
+  /** The run config's top-level `sandbox`, for the environment's tools (schemas/sandbox.ts). */
+  sandbox: SandboxConfigSchema.prefault({}),
+}).superRefine(refuseActivityKeys);
 export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;

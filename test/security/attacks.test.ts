@@ -604,8 +604,19 @@ const ATTACKS: Attack[] = [
     expect: { refused: /invalid arguments for read/ },
   },
   // added with issue #16: probes of names and existence, resource options, git's files
-  { name: 'read .git file of the worktree', tool: 'read', args: () => ({ path: '.git' }), expect: { refused: /inside \.git/ } },
-  { name: 'terminal cat .git', tool: 'terminal', args: () => ({ command: 'cat .git' }), expect: { refused: /inside \.git/ } },
+  // git's control data answers as a missing file does (test/security/namespace.test.ts compares the two).
+  {
+    name: 'read .git file of the worktree',
+    tool: 'read',
+    args: () => ({ path: '.git' }),
+    expect: { refused: /^read: no such file or directory: "\.git"$/ },
+  },
+  {
+    name: 'terminal cat .git',
+    tool: 'terminal',
+    args: () => ({ command: 'cat .git' }),
+    expect: { refused: /cat: no such file or directory: "\.git"/ },
+  },
   {
     name: 'terminal rg --hidden for the gitdir line',
     tool: 'terminal',
@@ -668,10 +679,11 @@ const ATTACKS: Attack[] = [
     maxMs: 1500,
   },
   {
-    name: 'terminal ls -l shows no outward target',
+    // The link's own text is repository content and is shown; what it names does not exist in the sandbox.
+    name: 'terminal ls -l shows link texts, never what they point at',
     tool: 'terminal',
     args: () => ({ command: 'ls -l links' }),
-    expect: { bounded: /symlink target not shown/, status: 'ok' },
+    expect: { bounded: /out-file -> \.\.\/\.\.\/secret\.txt/, status: 'ok' },
   },
   { name: 'terminal find -ls', tool: 'terminal', args: () => ({ command: 'find links -ls' }), expect: { refused: /-ls is not allowed/ } },
   {

@@ -10,7 +10,6 @@ import { sanitizeText } from '../../lib/sandbox/output';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { Semaphore, subprocessSlots } from '../../lib/sandbox/semaphore';
 import { runPipeline } from '../../lib/sandbox/subprocess';
-import { redactLinkTargets, REDACTED_TARGET } from '../../lib/sandbox/terminal';
 import { expandGlobWord } from '../../lib/sandbox/terminal-expand';
 import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
@@ -72,24 +71,6 @@ async function withLag<T>(fn: () => Promise<T>): Promise<{ value: T; lagMs: numb
 const UNSAFE = /[\u0080-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
 
 describe('blank-line floods through ls | grep', () => {
-  it('redactLinkTargets is linear in blank lines and still redacts link lines', () => {
-    const link = 'lrwxrwxrwx 1 u g 9 Jan  1 00:00 out -> /etc/secret';
-    const text = `${'\n'.repeat(20_000)}${' \t\n'.repeat(20_000)}  12 ${link}\n${'   \n'.repeat(20_000)}`;
-    const started = performance.now();
-    const redacted = redactLinkTargets(text);
-    const ms = performance.now() - started;
-    recordAttack('terminal', 'redactLinkTargets over 60,000 blank lines', ms < LAG_BUDGET_MS ? 'contained' : 'escaped');
-    expect(ms).toBeLessThan(LAG_BUDGET_MS);
-    expect(redacted).not.toContain('/etc/secret');
-    expect(redacted).toContain(`  12 lrwxrwxrwx 1 u g 9 Jan  1 00:00 out -> ${REDACTED_TARGET}`);
-    expect(redacted.length).toBe(text.length - '/etc/secret'.length + REDACTED_TARGET.length);
-    // A name that contains ' -> ' keeps everything up to the first arrow after the mode, as before.
-    expect(redactLinkTargets('lrwxrwxrwx. 1 u g 1 Jan 1 00:00 a -> b -> c')).toBe(
-      `lrwxrwxrwx. 1 u g 1 Jan 1 00:00 a -> ${REDACTED_TARGET}`,
-    );
-    expect(redactLinkTargets('-rw-r--r-- 1 u g 1 Jan 1 00:00 a -> b')).toBe('-rw-r--r-- 1 u g 1 Jan 1 00:00 a -> b');
-  });
-
   it('ls | grep -h -r -v -e . over 20,000 blank lines returns in its budget without blocking the loop', async () => {
     const { value, lagMs, wallMs } = await withLag(() => runTool(fx.root, 'terminal', { command: 'ls | grep -h -r -v -e . flood' }));
     recordAttack('terminal', 'ls | grep -v . over 20,000 blank lines', lagMs < LAG_BUDGET_MS ? 'contained' : 'escaped');

@@ -3,14 +3,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEditor } from '../../lib/downstream/editor';
 import { runTool } from '../../lib/sandbox/run-tool';
-import { REDACTED_TARGET } from '../../lib/sandbox/terminal';
 import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';
 
 /**
- * Finding 5: names outside the root are never shown. Every listing form that printed a symlink's target
- * (ls -l, find -printf %l, find -ls) redacts or refuses it; the probes (-lname, -ilname, -xtype, -readable,
- * -printf %Y) are refused; and a refusal reads the same whether the outside path exists or not.
+ * Finding 5: nothing outside the root is shown or probed. A link's own text is repository content (git
+ * stores it as a blob) and ls -l shows it as it is; what it names does not exist in the tool sandbox
+ * (test/security/namespace.test.ts follows every link with -L and finds nothing). find's forms that print or
+ * match link texts are still refused; the probes (-lname, -ilname, -xtype, -readable, -printf %Y) are
+ * refused; and a refusal reads the same whether the outside path exists or not.
  */
 let fx: SandboxFixture;
 let outsideWords: string[];
@@ -27,17 +28,18 @@ function expectNoOutsideName(text: string): void {
   for (const word of outsideWords) expect(text).not.toContain(word);
 }
 
-describe('finding 5: listings never show a symlink target', () => {
+describe('finding 5: listings show link texts, never what they point at', () => {
   it.each(['ls -l links', 'ls -la links', 'ls -ls links', 'ls -lR links', 'ls -l links | grep out'])(
-    '%s shows the link names and redacts the targets',
+    '%s shows each link with its own text and nothing of its destination',
     async (command) => {
       const result = await runTool(fx.root, 'terminal', { command });
       const text = `${result.output}\n${result.message ?? ''}`;
-      recordAttack('terminal', command, result.status === 'ok' && !outsideWords.some((w) => text.includes(w)) ? 'contained' : 'escaped');
+      recordAttack('terminal', command, result.status === 'ok' && !text.includes(fx.secretToken) ? 'contained' : 'escaped');
       expect(result.status).toBe('ok');
-      expect(result.output).toContain(REDACTED_TARGET);
-      expect(result.output).toMatch(/out-(file|dir)|abs-out/);
-      expectNoOutsideName(text);
+      const shown = [...result.output.matchAll(/ (\S+) -> (.*)$/gm)].map(([, name, target]) => [name, target]);
+      expect(shown.map(([name]) => name)).toContain('out-file');
+      for (const [name, target] of shown) expect(target).toBe(await fs.readlink(path.join(fx.root, 'links', name!)));
+      expect(text).not.toContain(fx.secretToken);
     },
   );
 

@@ -38,6 +38,7 @@ export function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agen
           ...(retriever.temperature === undefined ? {} : { temperature: retriever.temperature }),
           ...(retriever.topP === undefined ? {} : { topP: retriever.topP }),
           retry: { timeoutMs: retriever.timeoutMs },
+          sandbox: { isolation: context.isolation ?? 'namespace' },
           signal: context.signal,
         });
       } catch (error) {

@@ -1,3 +1,4 @@
+import type { SandboxIsolation } from '../../../schemas/sandbox';
 import type { EvaluationInstance } from '../../evaluation/instances';
 import type { EvaluationPrediction, RetrieverConfig } from '../../../schemas/evaluation';
 
@@ -36,6 +37,8 @@ export interface PredictorContext {
   /** Shared cache folder for dense embeddings (`<dataDir>/embeddings`). */
   embeddingCacheDir: string;
   env?: Record<string, string | undefined>;
+  /** How the agent retriever's tools are isolated (the run config's `sandbox.isolation`; default namespace). */
+  isolation?: SandboxIsolation;
 }
 
 export function emptyPrediction(instance: EvaluationInstance, retriever: RetrieverConfig, shape: OutputShape): EvaluationPrediction {
