@@ -14,6 +14,10 @@ const benches: Record<string, { file: string; what: string }> = {
   judge: { file: 'judge.ts', what: 'judge wall time vs the ideal N/16 × 200 ms' },
   bm25: { file: 'bm25.ts', what: 'BM25 index + queries vs rank_bm25' },
   tools: { file: 'tools.ts', what: 'grep/glob/read latency vs raw rg at concurrency 1 and 64' },
+  'tools-load': {
+    file: 'tools-load.ts',
+    what: '200 concurrent mixed tool calls over a 120k-file tree: timeouts, loop lag, abort latency; spawner helper vs in-process spawn',
+  },
   dense: { file: 'dense.ts', what: 'dense embedding throughput on CPU' },
   fetch: { file: 'fetch.ts', what: 'empty bare repo + fetch --depth=1 per base commit vs a full clone, over file:// (../shared/repos)' },
   train: {

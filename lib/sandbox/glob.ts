@@ -6,7 +6,8 @@ import { LineSplitter } from './line-splitter';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
-import { describeLimit, runPipeline, type Stage } from './subprocess';
+import { globListingCache, type CapturedListing } from './glob-cache';
+import { describeLimit, runPipeline, type PipelineOutcome, type Stage } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
@@ -103,6 +104,22 @@ class FilteredListing implements Listing {
   }
 }
 
+/** ripgrep's listing as delivered, stopped where a SortedListing would stop, for every caller to replay. */
+async function captureListing(stage: Stage, cwd: string, timeoutMs: number, signal: AbortSignal): Promise<CapturedListing> {
+  const chunks: Buffer[] = [];
+  const counter = new SortedListing();
+  const outcome = await runPipeline([stage], {
+    cwd,
+    timeoutMs,
+    signal,
+    onStdout: (chunk) => {
+      chunks.push(Buffer.from(chunk));
+      return counter.push(chunk);
+    },
+  });
+  return { chunks, outcome };
+}
+
 /**
  * The glob tool (SPEC §5): lists the repository's files whose path matches a gitignore-style glob, sorted
  * by path, repo-relative, in at most 4096 characters (with a marker saying how many were left out).
@@ -131,13 +148,24 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const limits = SANDBOX_LIMITS;
   const listing = engine === 'rg' ? new SortedListing() : new FilteredListing((file) => passesGlobs([compiled.glob], file));
   const timeoutMs = options.timeoutMs ?? limits.globTimeoutMs;
-  const run = await runPipeline([listStage(engine, programs.list, normalized.pattern)], {
-    cwd: canonical.root,
-    timeoutMs,
-    signal: options.signal,
-    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-    onStdout: (chunk) => listing.push(chunk),
-  });
+  const stage = listStage(engine, programs.list, normalized.pattern);
+  let run: PipelineOutcome;
+  if (engine === 'rg' && !options.resourceLimits) {
+    // ripgrep's listing is shared by concurrent calls and remembered while the tree is unchanged (glob-cache.ts).
+    const captured = await globListingCache.listing(canonical.root, normalized.pattern, { signal: options.signal, timeoutMs }, (signal) =>
+      captureListing(stage, canonical.root, timeoutMs, signal),
+    );
+    for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
+    run = captured.outcome;
+  } else {
+    run = await runPipeline([stage], {
+      cwd: canonical.root,
+      timeoutMs,
+      signal: options.signal,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      onStdout: (chunk) => listing.push(chunk),
+    });
+  }
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`glob could not start ${engine}: ${outcome.spawnError}`);
 

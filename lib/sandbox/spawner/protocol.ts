@@ -36,7 +36,10 @@ function str(value: string): Buffer[] {
   return [u32(bytes.length), bytes];
 }
 
-export function encodeStart(id: number, request: { argvs: string[][]; cwd: string; env: NodeJS.ProcessEnv; stderrLimitBytes: number }): Buffer {
+export function encodeStart(
+  id: number,
+  request: { argvs: string[][]; cwd: string; env: NodeJS.ProcessEnv; stderrLimitBytes: number },
+): Buffer {
   const env = Object.entries(request.env).filter((entry): entry is [string, string] => entry[1] !== undefined);
   const parts: Buffer[] = [u32(request.stderrLimitBytes), ...str(request.cwd), u32(env.length)];
   for (const [key, value] of env) parts.push(...str(`${key}=${value}`));

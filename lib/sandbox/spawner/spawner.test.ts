@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findExecutable, sandboxEnv } from '../executables';
 import { Semaphore } from '../semaphore';
 import { runPipeline } from '../subprocess';
-import { HELPER_SCRIPT, inProcessLauncher, pipelineLauncher, selectSpawnPath, sharedSpawnerHelper, SpawnerHelperClient, spawnerPython } from './index';
+import {
+  HELPER_SCRIPT,
+  inProcessLauncher,
+  pipelineLauncher,
+  selectSpawnPath,
+  sharedSpawnerHelper,
+  SpawnerHelperClient,
+  spawnerPython,
+} from './index';
 import type { PipelineEvents, PipelineSpec } from './launcher';
 import { encodeKill, encodeStart, FrameDecoder, type HelperMessage } from './protocol';
 
@@ -105,7 +113,9 @@ describe('framed protocol', () => {
 
   it('rejects a malformed stream (a frame length out of range, an unknown type)', () => {
     expect(() => new FrameDecoder().push(Buffer.from([0xff, 0, 0, 0, 0]), () => undefined)).toThrow(/frame of/);
-    expect(() => new FrameDecoder().push(Buffer.from([0, 0, 0, 5, 'Z'.charCodeAt(0), 0, 0, 0, 1]), () => undefined)).toThrow(/unknown frame type/);
+    expect(() => new FrameDecoder().push(Buffer.from([0, 0, 0, 5, 'Z'.charCodeAt(0), 0, 0, 0, 1]), () => undefined)).toThrow(
+      /unknown frame type/,
+    );
   });
 });
 
@@ -115,7 +125,13 @@ describe('spawner helper: pipeline semantics', () => {
 
   it('connects the stages kernel-side; a downstream exit gives upstream SIGPIPE; stdin is /dev/null', async () => {
     const { events, got } = collector();
-    const run = client.launch(spec([[seq, '1', '1000000'], [head, '-n', '3']]), events);
+    const run = client.launch(
+      spec([
+        [seq, '1', '1000000'],
+        [head, '-n', '3'],
+      ]),
+      events,
+    );
     await run.closed;
     expect(Buffer.concat(got.stdout).toString()).toBe('1\n2\n3\n');
     expect(got.exits.get(0)).toEqual({ exitCode: null, signal: 'SIGPIPE' });
@@ -167,7 +183,13 @@ describe('spawner helper: pipeline semantics', () => {
     const pids = pidFile('kill-pids');
     const { events, got } = collector();
     const script = `${sleep} 60 & echo $! > ${pids}.$1; ${sleep} 60`;
-    const run = client.launch(spec([[sh, '-c', script, 'sh', 'a'], [sh, '-c', script, 'sh', 'b']]), events);
+    const run = client.launch(
+      spec([
+        [sh, '-c', script, 'sh', 'a'],
+        [sh, '-c', script, 'sh', 'b'],
+      ]),
+      events,
+    );
     const { readFileSync, existsSync } = await import('node:fs');
     await eventually(() => existsSync(`${pids}.a`) && existsSync(`${pids}.b`), 'both stages started their background sleep');
     const background = ['a', 'b'].map((s) => Number(readFileSync(`${pids}.${s}`, 'utf8').trim()));
@@ -294,7 +316,11 @@ setTimeout(() => console.log(JSON.stringify({ helper: helper.helperPid })), 1500
     await eventually(() => out.includes('\n'), 'the worker reported its helper', 30_000);
     const helperPid = (JSON.parse(out) as { helper: number }).helper;
     const { execFileSync } = await import('node:child_process');
-    const sleeps = execFileSync('pgrep', ['-P', String(helperPid)]).toString().trim().split('\n').map(Number);
+    const sleeps = execFileSync('pgrep', ['-P', String(helperPid)])
+      .toString()
+      .trim()
+      .split('\n')
+      .map(Number);
     expect(sleeps).toHaveLength(1);
     child.kill('SIGKILL');
     await eventually(() => !exists(helperPid) && sleeps.every((pid) => !exists(pid)), 'the helper and its sleep died with the worker');
@@ -326,13 +352,19 @@ describe('runPipeline through the helper', () => {
     expect(slots.inUse).toBe(0);
 
     const controller = new AbortController();
-    const pending = runPipeline([{ executable: sleep, args: ['60'] }, { executable: cat, args: [] }], {
-      cwd: dir,
-      timeoutMs: 60_000,
-      slots,
-      signal: controller.signal,
-      onStdout: () => 'more',
-    });
+    const pending = runPipeline(
+      [
+        { executable: sleep, args: ['60'] },
+        { executable: cat, args: [] },
+      ],
+      {
+        cwd: dir,
+        timeoutMs: 60_000,
+        slots,
+        signal: controller.signal,
+        onStdout: () => 'more',
+      },
+    );
     await eventually(() => slots.inUse === 2, 'the pipeline holds its permits');
     controller.abort();
     const aborted = await pending;
