@@ -1,10 +1,11 @@
 /**
- * The agent tools under load: many concurrent mixed calls through `runTool` over a large synthetic tree, with
- * the process spawning either in the worker itself (the reference: Node's `spawn`, whose fork/exec runs on the
- * event loop) or in the spawner helper (lib/sandbox/spawner), in the same invocation.
+ * The agent tools under load: many concurrent mixed calls through `runTool` over a large synthetic tree, in
+ * several configurations in the same invocation: the processes spawned by the worker itself (Node's `spawn`,
+ * whose fork/exec runs on the event loop) or by the spawner helper (lib/sandbox/spawner), with glob's listing
+ * cache (lib/sandbox/glob-cache.ts) off or on. `in-process:off` is the code before both: the reference.
  *
- *   npm run bench -- tools-load            (120,000 files, 200 calls, both spawn paths)
- *   npx tsx bench/tools-load.ts [--files N] [--calls N] [--aborts N] [--paths in-process,helper]
+ *   npm run bench -- tools-load            (120,000 files, 200 calls, the three configurations below)
+ *   npx tsx bench/tools-load.ts [--files N] [--calls N] [--aborts N] [--configs in-process:off,helper:off,helper:on]
  *
  * Tree: /tmp/codegrep-bench-tools-load-<N>/tree, built once and reused (a `.complete` marker is written last):
  * N/1000 package directories of 10 modules × 100 files (.py .ts .md .json .txt), a few lines each.
@@ -15,7 +16,7 @@
  * extra whole-tree globs are issued and aborted 500 ms later (the abort timer's intended moment, so loop lag
  * counts against us): abort latency is the time from that moment to the cancelled answer.
  *
- * Prints one JSON line per spawn path: timeouts (answers saying "timed out"), other errors, p50/p99/max answer
+ * Prints one JSON line per configuration: timeouts (answers saying "timed out"), other errors, p50/p99/max answer
  * time, max event-loop delay (perf_hooks.monitorEventLoopDelay, 10 ms resolution) over the run, abort latency
  * p50/max, and how long after the last answer the subprocess permits were all back (every process exited).
  */
@@ -24,20 +25,35 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { quantile } from '../lib/metrics/summary';
+import { globListingCache } from '../lib/sandbox/glob-cache';
 import { runTool } from '../lib/sandbox/run-tool';
 import { subprocessSlots } from '../lib/sandbox/semaphore';
 import { selectSpawnPath, spawnerAvailable, type SpawnPath } from '../lib/sandbox/spawner';
 import type { ToolResult } from '../schemas/tools';
 
+/** A spawn path and whether glob's listing cache is on: `in-process:off` is the code before this work. */
+interface Config {
+  spawnPath: SpawnPath;
+  globCache: boolean;
+}
+
 interface Args {
   files: number;
   calls: number;
   aborts: number;
-  paths: SpawnPath[];
+  configs: Config[];
+}
+
+function parseConfig(text: string): Config {
+  const [spawnPath, cache] = text.split(':');
+  if ((spawnPath !== 'in-process' && spawnPath !== 'helper') || (cache !== 'on' && cache !== 'off')) {
+    throw new Error(`--configs: ${JSON.stringify(text)} is not PATH:CACHE with PATH in-process|helper and CACHE on|off`);
+  }
+  return { spawnPath, globCache: cache === 'on' };
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { files: 120_000, calls: 200, aborts: 20, paths: ['in-process', 'helper'] };
+  const args: Args = { files: 120_000, calls: 200, aborts: 20, configs: ['in-process:off', 'helper:off', 'helper:on'].map(parseConfig) };
   for (let i = 0; i < argv.length; i += 2) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -45,17 +61,14 @@ function parseArgs(argv: string[]): Args {
     if (flag === '--files') args.files = Number(value);
     else if (flag === '--calls') args.calls = Number(value);
     else if (flag === '--aborts') args.aborts = Number(value);
-    else if (flag === '--paths') args.paths = value.split(',') as SpawnPath[];
-    else throw new Error(`unknown argument ${flag} (expected --files, --calls, --aborts, --paths)`);
+    else if (flag === '--configs') args.configs = value.split(',').map(parseConfig);
+    else throw new Error(`unknown argument ${flag} (expected --files, --calls, --aborts, --configs)`);
   }
   if (!Number.isInteger(args.files) || args.files < 1000 || args.files % 1000 !== 0) {
     throw new Error(`--files must be a positive multiple of 1000, got ${args.files}`);
   }
   if (!Number.isInteger(args.calls) || args.calls < 5) throw new Error(`--calls must be an integer ≥ 5, got ${args.calls}`);
   if (!Number.isInteger(args.aborts) || args.aborts < 0) throw new Error(`--aborts must be an integer ≥ 0, got ${args.aborts}`);
-  for (const p of args.paths) {
-    if (p !== 'in-process' && p !== 'helper') throw new Error(`--paths: unknown spawn path ${JSON.stringify(p)} (in-process, helper)`);
-  }
   return args;
 }
 
@@ -141,8 +154,12 @@ async function permitsBack(): Promise<number> {
   return performance.now() - started;
 }
 
-async function runLoad(root: string, args: Args, spawnPath: SpawnPath): Promise<void> {
+async function runLoad(root: string, args: Args, { spawnPath, globCache }: Config): Promise<void> {
   selectSpawnPath(spawnPath);
+  globListingCache.enabled = globCache;
+  // Each run starts cold: no listing is remembered from the previous spawn path's run.
+  globListingCache.clear();
+  const statsBefore = { ...globListingCache.stats };
   const packages = args.files / (MODULES_PER_PACKAGE * FILES_PER_MODULE);
   // Warm the page cache and the code paths (the helper's start included) outside the measurement.
   for (let k = 0; k < 5; k++) {
@@ -190,6 +207,7 @@ async function runLoad(root: string, args: Args, spawnPath: SpawnPath): Promise<
     JSON.stringify({
       bench: 'tools-load',
       spawn_path: spawnPath,
+      glob_cache_on: globCache,
       files: args.files,
       calls: args.calls,
       mix: 'glob40-grep40-read20',
@@ -211,6 +229,9 @@ async function runLoad(root: string, args: Args, spawnPath: SpawnPath): Promise<
       abort_p50_ms: round(percentile(abortLatencies, 0.5)),
       abort_max_ms: round(abortLatencies.length ? Math.max(...abortLatencies) : NaN),
       permits_back_after_ms: round(releasedAfterMs),
+      glob_cache: Object.fromEntries(
+        Object.entries(globListingCache.stats).map(([k, v]) => [k, v - statsBefore[k as keyof typeof statsBefore]]),
+      ),
       load_average_1m: +os.loadavg()[0]!.toFixed(2),
     }),
   );
@@ -219,12 +240,14 @@ async function runLoad(root: string, args: Args, spawnPath: SpawnPath): Promise<
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const root = ensureTree(args.files);
-  for (const spawnPath of args.paths) {
-    if (spawnPath === 'helper' && !spawnerAvailable()) {
-      console.log(JSON.stringify({ bench: 'tools-load', spawn_path: spawnPath, error: 'python3 is not installed: no spawner helper' }));
+  for (const config of args.configs) {
+    if (config.spawnPath === 'helper' && !spawnerAvailable()) {
+      console.log(
+        JSON.stringify({ bench: 'tools-load', spawn_path: config.spawnPath, error: 'python3 is not installed: no spawner helper' }),
+      );
       continue;
     }
-    await runLoad(root, args, spawnPath);
+    await runLoad(root, args, config);
   }
   process.exit(0);
 }

@@ -140,6 +140,8 @@ export class GlobListingCache {
   private readonly unstampable = new Map<string, number>();
   private readonly running = new Map<string, SharedRun>();
   private cachedBytes = 0;
+  /** Off: every call runs its own listing, as before this cache (the load benchmark's reference). */
+  enabled = true;
   readonly stats: GlobCacheStats = { hits: 0, misses: 0, shared: 0, stored: 0, invalidated: 0 };
 
   /**
@@ -150,10 +152,13 @@ export class GlobListingCache {
   async listing(
     root: string,
     pattern: string,
-    wait: { signal?: AbortSignal; timeoutMs: number },
+    wait: { signal?: AbortSignal; timeoutMs: number; calledAt?: number },
     run: (signal: AbortSignal) => Promise<CapturedListing>,
   ): Promise<CapturedListing> {
-    const calledAt = performance.now();
+    // A check of the stamp that started after the tool call did serves it; the calls of one model turn,
+    // issued together, then share one check.
+    const calledAt = wait.calledAt ?? performance.now();
+    if (!this.enabled) return run(wait.signal ?? new AbortController().signal);
     const kept = await this.remembered(root, pattern, calledAt);
     if (kept) {
       this.stats.hits += 1;

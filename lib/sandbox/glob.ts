@@ -134,6 +134,7 @@ export async function glob(root: string, args: GlobArgs, options: SandboxOptions
 }
 
 async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions): Promise<ToolResult> {
+  const calledAt = performance.now();
   const engine = options.engine ?? defaultEngine();
   const programs = engineExecutables(engine);
   if (!programs.ok) return errorResult(programs.message);
@@ -152,8 +153,11 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   let run: PipelineOutcome;
   if (engine === 'rg' && !options.resourceLimits) {
     // ripgrep's listing is shared by concurrent calls and remembered while the tree is unchanged (glob-cache.ts).
-    const captured = await globListingCache.listing(canonical.root, normalized.pattern, { signal: options.signal, timeoutMs }, (signal) =>
-      captureListing(stage, canonical.root, timeoutMs, signal),
+    const captured = await globListingCache.listing(
+      canonical.root,
+      normalized.pattern,
+      { signal: options.signal, timeoutMs, calledAt },
+      (signal) => captureListing(stage, canonical.root, timeoutMs, signal),
     );
     for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
     run = captured.outcome;
