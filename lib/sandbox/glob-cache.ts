@@ -21,6 +21,8 @@ import type { PipelineOutcome } from './subprocess';
 
 /** A directory changed less than this long before the stamp makes the tree uncacheable for now. */
 const RACY_MARGIN_MS = 2_000;
+/** A caller waiting on a shared run gives up this long after its own deadline, if the run has not answered. */
+const TIMEOUT_BACKSTOP_MS = 250;
 /** After a tree could not be stamped, it is walked again no sooner than this. */
 const RESTAMP_INTERVAL_MS = 1_000;
 /** Trees with more directories than this are not stamped (the stamp and each check would cost too much). */
@@ -153,12 +155,12 @@ export class GlobListingCache {
     root: string,
     pattern: string,
     wait: { signal?: AbortSignal; timeoutMs: number; calledAt?: number },
-    run: (signal: AbortSignal) => Promise<CapturedListing>,
+    run: (signal: AbortSignal, timeoutMs: number) => Promise<CapturedListing>,
   ): Promise<CapturedListing> {
     // A check of the stamp that started after the tool call did serves it; the calls of one model turn,
     // issued together, then share one check.
     const calledAt = wait.calledAt ?? performance.now();
-    if (!this.enabled) return run(wait.signal ?? new AbortController().signal);
+    if (!this.enabled) return run(wait.signal ?? new AbortController().signal, wait.timeoutMs);
     const kept = await this.remembered(root, pattern, calledAt);
     if (kept) {
       this.stats.hits += 1;
@@ -173,7 +175,11 @@ export class GlobListingCache {
     if (shared) this.stats.shared += 1;
     else {
       const controller = new AbortController();
-      const result = this.runAndKeep(root, pattern, () => run(controller.signal));
+      // The run gets what is left of the first caller's budget once the tree is stamped, so its own timeout
+      // (which says whether the time went on the queue for permits) is what the callers normally see.
+      const result = this.runAndKeep(root, pattern, () =>
+        run(controller.signal, Math.max(0, wait.timeoutMs - (performance.now() - calledAt))),
+      );
       const entry: SharedRun = { key, result, waiters: 0, controller };
       shared = entry;
       this.running.set(key, entry);
@@ -202,7 +208,9 @@ export class GlobListingCache {
         onAbort = () => resolve(cancelledListing('aborted'));
         if (wait.signal?.aborted) onAbort();
         wait.signal?.addEventListener('abort', onAbort, { once: true });
-        timer = setTimeout(() => resolve(cancelledListing('timeout')), Math.max(0, wait.timeoutMs - (performance.now() - calledAt)));
+        // A backstop for a caller that joined a run started before its own call: its budget holds too.
+        const left = wait.timeoutMs - (performance.now() - calledAt) + TIMEOUT_BACKSTOP_MS;
+        timer = setTimeout(() => resolve(cancelledListing('timeout')), Math.max(0, left));
       });
       return await Promise.race([shared.result, gaveUp]);
     } finally {

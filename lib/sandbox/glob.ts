@@ -157,7 +157,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
       canonical.root,
       normalized.pattern,
       { signal: options.signal, timeoutMs, calledAt },
-      (signal) => captureListing(stage, canonical.root, timeoutMs, signal),
+      (signal, budgetMs) => captureListing(stage, canonical.root, budgetMs, signal),
     );
     for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
     run = captured.outcome;
