@@ -17,7 +17,8 @@
  * counts against us): abort latency is the time from that moment to the cancelled answer.
  *
  * Prints one JSON line per configuration: timeouts (answers saying "timed out"), other errors, p50/p99/max answer
- * time, max event-loop delay (perf_hooks.monitorEventLoopDelay, 10 ms resolution) over the run, abort latency
+ * time, max event-loop delay (perf_hooks.monitorEventLoopDelay, 10 ms resolution) over the run and, as the
+ * floor the machine's scheduling sets, over 3 s of an idle loop just before it, abort latency
  * p50/max, and how long after the last answer the subprocess permits were all back (every process exited).
  */
 import { mkdirSync, existsSync, writeFileSync } from 'node:fs';
@@ -117,6 +118,9 @@ function ensureTree(files: number): string {
 const GLOBS = ['**/*.md', `${packageName(3)}/**/test_*.py`, '**/config_*.json', '**/mod7/*_9*.ts', '*.txt', '**/*.py'];
 const GREP_PATTERNS = ['TODO', 'def handler_4\\d\\b', 'key_77\\b', 'return config', 'request, config'];
 
+/** How long the idle loop is watched before each run (the lag floor on this machine now). */
+const IDLE_BASELINE_MS = 3_000;
+
 /** When the extra globs are aborted: they are queued behind the load then, or running. */
 const ABORT_AFTER_MS = 500;
 
@@ -167,6 +171,12 @@ async function runLoad(root: string, args: Args, { spawnPath, globCache }: Confi
     await runTool(root, call.tool, call.args);
   }
   await permitsBack();
+
+  // The floor: the same monitor over an idle loop, so what the machine's own scheduling adds is visible.
+  const idle = monitorEventLoopDelay({ resolution: 10 });
+  idle.enable();
+  await new Promise((resolve) => setTimeout(resolve, IDLE_BASELINE_MS));
+  idle.disable();
 
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
@@ -224,6 +234,8 @@ async function runLoad(root: string, args: Args, { spawnPath, globCache }: Confi
       all_answered_ms: round(answeredMs),
       loop_lag_max_ms: round(lag.max / 1e6),
       loop_lag_p99_ms: round(lag.percentile(99) / 1e6),
+      idle_loop_lag_max_ms: round(idle.max / 1e6),
+      idle_loop_lag_p99_ms: round(idle.percentile(99) / 1e6),
       aborts: args.aborts,
       aborts_cancelled: cancelled.length,
       abort_p50_ms: round(percentile(abortLatencies, 0.5)),
