@@ -17,6 +17,9 @@ import type { PipelineOutcome } from './subprocess';
  * stamp is taken only of a tree whose every directory is older than RACY_MARGIN_MS (as git treats "racily
  * clean" index entries); a tree touched more recently is listed afresh each time until it has settled.
  * `.git` is excluded by the listing itself (`--glob=!.git`), so it is not stamped.
+ *
+ * A shared run is killed when the last caller waiting on it leaves (answered, aborted or past its
+ * deadline); one caller's abort answers that caller at once and leaves the run to the others.
  */
 
 /** A directory changed less than this long before the stamp makes the tree uncacheable for now. */

@@ -16,43 +16,54 @@ export type HelperMessage =
   | { kind: 'exit'; id: number; stage: number; exitCode: number | null; signal: NodeJS.Signals | null }
   | { kind: 'done'; id: number };
 
-function frame(type: string, id: number, body: Buffer): Buffer {
-  const header = Buffer.alloc(FRAME_HEADER_BYTES);
-  header.writeUInt32BE(5 + body.length, 0);
-  header.writeUInt8(type.charCodeAt(0), 4);
-  header.writeUInt32BE(id, 5);
-  return Buffer.concat([header, body]);
+function header(buffer: Buffer, type: string, id: number): void {
+  buffer.writeUInt32BE(buffer.length - 4, 0);
+  buffer.writeUInt8(type.charCodeAt(0), 4);
+  buffer.writeUInt32BE(id, 5);
 }
 
-function u32(value: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(value, 0);
-  return b;
-}
-
-/** A string as UTF-8 (lone surrogates become U+FFFD, as Node's own spawn encodes them). */
-function str(value: string): Buffer[] {
-  const bytes = Buffer.from(value, 'utf8');
-  return [u32(bytes.length), bytes];
-}
-
+/**
+ * A start request in one allocation (it is encoded on the worker's loop for every pipeline). Strings are
+ * UTF-8; lone surrogates become U+FFFD, as Node's own spawn encodes them.
+ */
 export function encodeStart(
   id: number,
   request: { argvs: string[][]; cwd: string; env: NodeJS.ProcessEnv; stderrLimitBytes: number },
 ): Buffer {
-  const env = Object.entries(request.env).filter((entry): entry is [string, string] => entry[1] !== undefined);
-  const parts: Buffer[] = [u32(request.stderrLimitBytes), ...str(request.cwd), u32(env.length)];
-  for (const [key, value] of env) parts.push(...str(`${key}=${value}`));
-  parts.push(u32(request.argvs.length));
-  for (const argv of request.argvs) {
-    parts.push(u32(argv.length));
-    for (const arg of argv) parts.push(...str(arg));
+  const env: string[] = [];
+  for (const key in request.env) {
+    const value = request.env[key];
+    if (value !== undefined) env.push(`${key}=${value}`);
   }
-  return frame('S', id, Buffer.concat(parts));
+  const strings = [request.cwd, ...env, ...request.argvs.flat()];
+  let size = FRAME_HEADER_BYTES + 4 + 4 + 4 + 4 * request.argvs.length;
+  for (const text of strings) size += 4 + Buffer.byteLength(text, 'utf8');
+  const buffer = Buffer.allocUnsafe(size);
+  header(buffer, 'S', id);
+  let at = FRAME_HEADER_BYTES;
+  const u32 = (value: number) => (at = buffer.writeUInt32BE(value, at));
+  const str = (text: string) => {
+    const length = buffer.write(text, at + 4, 'utf8');
+    buffer.writeUInt32BE(length, at);
+    at += 4 + length;
+  };
+  u32(request.stderrLimitBytes);
+  str(request.cwd);
+  u32(env.length);
+  env.forEach(str);
+  u32(request.argvs.length);
+  for (const argv of request.argvs) {
+    u32(argv.length);
+    argv.forEach(str);
+  }
+  if (at !== size) throw new Error(`encodeStart: wrote ${at} of ${size} bytes`);
+  return buffer;
 }
 
 export function encodeKill(id: number): Buffer {
-  return frame('K', id, Buffer.alloc(0));
+  const buffer = Buffer.alloc(FRAME_HEADER_BYTES);
+  header(buffer, 'K', id);
+  return buffer;
 }
 
 const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(
@@ -89,10 +100,22 @@ function decode(type: number, id: number, body: Buffer): HelperMessage {
 
 /** Reassembles the helper's stdout into messages; `push` throws on a malformed stream. */
 export class FrameDecoder {
-  private pending: Buffer = Buffer.alloc(0);
+  /** Bytes received but not yet delivered, kept as chunks until the frame they start is complete. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
 
   push(chunk: Buffer, deliver: (message: HelperMessage) => void): void {
-    let data = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < 4) return;
+    let head = this.pending[0]!;
+    if (head.length < 4) head = this.joinPending();
+    const needed = 4 + head.readUInt32BE(0);
+    if (needed < 4 + 5 || needed > 4 + MAX_FRAME_BYTES) throw new Error(`spawner helper sent a frame of ${needed - 4} bytes`);
+    if (this.pendingBytes < needed) return; // a big frame still arriving: no copy until it is whole
+    let data = this.pending.length === 1 ? head : this.joinPending();
+    this.pending = [];
+    this.pendingBytes = 0;
     while (data.length >= 4) {
       const length = data.readUInt32BE(0);
       if (length < 5 || length > MAX_FRAME_BYTES) throw new Error(`spawner helper sent a frame of ${length} bytes`);
@@ -101,6 +124,15 @@ export class FrameDecoder {
       deliver(decode(data.readUInt8(4), data.readUInt32BE(5), data.subarray(FRAME_HEADER_BYTES, 4 + length)));
       data = data.subarray(4 + length);
     }
-    this.pending = data.length ? Buffer.from(data) : Buffer.alloc(0);
+    if (data.length > 0) {
+      this.pending = [data];
+      this.pendingBytes = data.length;
+    }
+  }
+
+  private joinPending(): Buffer {
+    const joined = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [joined];
+    return joined;
   }
 }
