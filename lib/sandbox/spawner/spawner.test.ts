@@ -307,7 +307,7 @@ helper.launch({ argvs: [[${JSON.stringify(sleep)}, '60']], cwd: '/', env: { PATH
 });
 const timer = setInterval(() => {}, 1000);
 void timer;
-setTimeout(() => console.log(JSON.stringify({ helper: helper.helperPid })), 1500);
+console.log(JSON.stringify({ helper: helper.helperPid }));
 `,
     );
     const child = spawn(process.execPath, ['--import', 'tsx', worker], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -316,12 +316,19 @@ setTimeout(() => console.log(JSON.stringify({ helper: helper.helperPid })), 1500
     await eventually(() => out.includes('\n'), 'the worker reported its helper', 30_000);
     const helperPid = (JSON.parse(out) as { helper: number }).helper;
     const { execFileSync } = await import('node:child_process');
-    const sleeps = execFileSync('pgrep', ['-P', String(helperPid)])
-      .toString()
-      .trim()
-      .split('\n')
-      .map(Number);
-    expect(sleeps).toHaveLength(1);
+    const children = (): number[] => {
+      try {
+        return execFileSync('pgrep', ['-P', String(helperPid)])
+          .toString()
+          .trim()
+          .split('\n')
+          .map(Number);
+      } catch {
+        return []; // pgrep exits 1 while there is none yet
+      }
+    };
+    await eventually(() => children().length === 1, 'the helper started the sleep', 30_000);
+    const sleeps = children();
     child.kill('SIGKILL');
     await eventually(() => !exists(helperPid) && sleeps.every((pid) => !exists(pid)), 'the helper and its sleep died with the worker');
   });
