@@ -71,6 +71,8 @@ class Helper:
         self.writing = False
         self.wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        # Every SIGCHLD writes a byte to the wakeup pipe; each wake polls every live child, so signals that
+        # coalesce lose no exit.
         signal.signal(signal.SIGCHLD, lambda *_: None)
         # The helper shares the worker's process group: a terminal's SIGINT is the worker's to act on (it
         # then closes our stdin); SIGTERM sent to the group stops us as the worker stops. A handler, not
@@ -184,7 +186,7 @@ class Helper:
                     start_new_session=True,
                     restore_signals=True,
                 )
-            except OSError as error:
+            except Exception as error:  # OSError mostly (ENOENT, EACCES, EMFILE); any failure is this stage's
                 for fd in pipes:
                     os.close(fd)
                 if previous_stdout is not None:
@@ -299,7 +301,10 @@ class Helper:
 
     def run(self):
         while True:
-            for key, _ in self.selector.select(timeout=1.0):
+            ready = self.selector.select(timeout=1.0)
+            if not ready and self.live:
+                self.reap()  # a second without events: poll anyway, so no exit can be missed for long
+            for key, _ in ready:
                 if key.data == "stdin":
                     self.on_stdin()
                 elif key.data == "stdout":
@@ -309,9 +314,6 @@ class Helper:
                     self.reap()
                 elif key.fileobj in self.pipes:
                     self.on_pipe(key.fileobj)
-            # SIGCHLD can coalesce; a cheap poll each turn (and each second when idle) misses no exit.
-            if self.live:
-                self.reap()
 
 
 class Reader:
@@ -333,6 +335,8 @@ class Reader:
 
 def describe_spawn_error(program, error):
     """Node's wording (`spawn /usr/bin/rg ENOENT`), so a message reads the same whichever path started it."""
+    if not isinstance(error, OSError):
+        return f"spawn {os.fsdecode(program)} failed: {error}"
     code = errno.errorcode.get(error.errno or 0, "EUNKNOWN")
     return f"spawn {os.fsdecode(program)} {code}"
 
