@@ -30,6 +30,8 @@ const TIMEOUT_BACKSTOP_MS = 250;
 const RESTAMP_INTERVAL_MS = 1_000;
 /** Trees with more directories than this are not stamped (the stamp and each check would cost too much). */
 const MAX_STAMPED_DIRS = 50_000;
+/** Directories read at once while stamping (each batch is one stretch of work on the event loop). */
+const STAMP_BATCH_DIRS = 16;
 /** One listing kept is at most this big, and all kept listings together at most MAX_CACHED_BYTES. */
 const MAX_LISTING_BYTES = 8 * 1024 * 1024;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
@@ -87,7 +89,8 @@ async function stampTree(root: string): Promise<DirStamp[] | null> {
   const pending = [root];
   try {
     while (pending.length > 0) {
-      const batch = pending.splice(0, 64);
+      // Small batches: each batch's entries are handled in one go on the loop.
+      const batch = pending.splice(0, STAMP_BATCH_DIRS);
       const found = await Promise.all(
         batch.map(async (dir) => {
           const stamp = await stampDir(dir);
