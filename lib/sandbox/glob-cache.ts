@@ -16,7 +16,9 @@ import type { PipelineOutcome } from './subprocess';
  * changed. A directory changed within the clock's granularity of its stamp could keep its times, so a
  * stamp is taken only of a tree whose every directory is older than RACY_MARGIN_MS (as git treats "racily
  * clean" index entries); a tree touched more recently is listed afresh each time until it has settled.
- * `.git` is excluded by the listing itself (`--glob=!.git`), so it is not stamped.
+ * `.git` is excluded by the listing itself (`--glob=!.git`), so it is not stamped. This rests on the file
+ * system reporting directory times as they are: true of local ones (ext4, xfs, btrfs, overlayfs, tmpfs);
+ * an NFS client with attribute caching may show a directory's times late (worktrees live on local disk).
  *
  * A shared run is killed when the last caller waiting on it leaves (answered, aborted or past its
  * deadline); one caller's abort answers that caller at once and leaves the run to the others.
