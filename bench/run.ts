@@ -19,6 +19,10 @@ const benches: Record<string, { file: string; what: string }> = {
     what: 'event-loop lag of hostile in-process sandbox cases (blank-line floods, long-name globs)',
   },
   isolation: { file: 'isolation.ts', what: 'extra time per tool call of the bubblewrap sandbox (namespace vs filter-only)' },
+  'tools-load': {
+    file: 'tools-load.ts',
+    what: '200 concurrent mixed tool calls over a 120k-file tree: timeouts, loop lag, abort latency; spawner helper vs in-process spawn',
+  },
   dense: { file: 'dense.ts', what: 'dense embedding throughput on CPU' },
   fetch: { file: 'fetch.ts', what: 'empty bare repo + fetch --depth=1 per base commit vs a full clone, over file:// (../shared/repos)' },
   train: {

@@ -7,7 +7,8 @@ import { TimeSlice } from './time-slice';
 import { fitOutput } from './output';
 import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
-import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
+import { globListingCache, type CapturedListing } from './glob-cache';
+import { describeLimit, runPipeline, toolPlacement, type PipelineOutcome, type Stage } from './subprocess';
 import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
@@ -170,6 +171,29 @@ class FilteredListing implements Listing {
   }
 }
 
+/** ripgrep's listing as delivered, stopped where a SortedListing would stop, for every caller to replay. */
+async function captureListing(
+  stage: Stage,
+  cwd: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  isolation: SandboxOptions['isolation'],
+): Promise<CapturedListing> {
+  const chunks: Buffer[] = [];
+  const counter = new SortedListing();
+  const outcome = await runPipeline([stage], {
+    cwd,
+    placement: toolPlacement(cwd, isolation),
+    timeoutMs,
+    signal,
+    onStdout: (chunk) => {
+      chunks.push(Buffer.from(chunk));
+      return counter.push(chunk);
+    },
+  });
+  return { chunks, outcome };
+}
+
 /**
  * The glob tool (SPEC §5): lists the repository's files whose path matches a gitignore-style glob, sorted
  * by path, repo-relative, in at most 4096 characters (with a marker saying how many were left out).
@@ -184,6 +208,7 @@ export async function glob(root: string, args: GlobArgs, options: SandboxOptions
 }
 
 async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions): Promise<ToolResult> {
+  const calledAt = performance.now();
   const engine = options.engine ?? defaultEngine();
   const programs = engineExecutables(engine);
   if (!programs.ok) return errorResult(programs.message);
@@ -199,14 +224,29 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const listing = engine === 'rg' ? new SortedListing() : new FilteredListing((file) => passesGlobs([compiled.glob], file));
   const timeoutMs = options.timeoutMs ?? limits.globTimeoutMs;
   const deadline = Date.now() + timeoutMs;
-  const run = await runPipeline([listStage(engine, programs.list, normalized.pattern)], {
-    cwd: canonical.root,
-    placement: toolPlacement(canonical.root, options.isolation),
-    timeoutMs,
-    signal: options.signal,
-    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-    onStdout: (chunk) => listing.push(chunk),
-  });
+  const stage = listStage(engine, programs.list, normalized.pattern);
+  let run: PipelineOutcome;
+  if (engine === 'rg' && !options.resourceLimits && (options.isolation ?? 'namespace') === 'namespace') {
+    // ripgrep's listing is shared by concurrent calls and remembered while the tree is unchanged (glob-cache.ts);
+    // only isolated calls share it, so a filter-only call never answers from a run made another way.
+    const captured = await globListingCache.listing(
+      canonical.root,
+      normalized.pattern,
+      { signal: options.signal, timeoutMs, calledAt },
+      (signal, budgetMs) => captureListing(stage, canonical.root, budgetMs, signal, options.isolation),
+    );
+    for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
+    run = captured.outcome;
+  } else {
+    run = await runPipeline([stage], {
+      cwd: canonical.root,
+      placement: toolPlacement(canonical.root, options.isolation),
+      timeoutMs,
+      signal: options.signal,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      onStdout: (chunk) => listing.push(chunk),
+    });
+  }
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`glob could not start ${engine}: ${outcome.spawnError}`);
 

@@ -1,9 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Readable } from 'node:stream';
 import { SANDBOX_LIMITS } from './limits';
 import { findExecutable, sandboxEnv } from './executables';
 import { PermitWaitError, subprocessSlots, type Semaphore } from './semaphore';
-import { signalProcessGroup } from '../process';
 import {
   decodeNamespaceExit,
   namespaceArgs,
@@ -13,6 +10,7 @@ import {
   type NamespaceView,
   type SandboxIsolation,
 } from './namespace';
+import { pipelineLauncher } from './spawner';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
@@ -195,12 +193,6 @@ async function resolvePlacement(
   return { ok: true, namespace: { bwrap: probe.bwrap, view: chosen.view, cwd } };
 }
 
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  // detached: true made the child a process-group leader; the group signal reaches all of it.
-  signalProcessGroup(child.pid, 'SIGKILL');
-}
-
 /**
  * Runs `stages` as a pipeline (stdout of each stage is the next one's stdin, connected by the kernel; the
  * first stage's stdin is /dev/null) with argument arrays and no shell. Holds one permit of the global
@@ -239,12 +231,11 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
     return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };
   }
   const started = Date.now();
-  const children: ChildProcess[] = [];
   let timedOut = false;
   let stoppedEarly = false;
   let aborted = false;
-  const killAll = () => children.forEach(killGroup);
-  // Resolves once every started child has closed; the permits are released only then.
+  let killAll: () => void = () => undefined;
+  // Resolves once every started process has exited; the permits are released only then.
   let allClosed: Promise<void> = Promise.resolve();
 
   try {
@@ -252,69 +243,46 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
       aborted = true;
       return { ...empty(), aborted };
     }
-    const env = sandboxEnv();
-    let previousStdout: Readable | null = null;
-    for (let i = 0; i < stages.length; i++) {
-      const isLast = i === stages.length - 1;
-      let child: ChildProcess;
-      try {
-        const stage = stageCommand(stages[i]!, { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits }, placement.namespace);
-        child = spawn(stage.executable, stage.args, {
-          cwd: options.cwd,
-          env,
-          detached: true,
-          shell: false,
-          stdio: [previousStdout ?? 'ignore', 'pipe', 'pipe'],
-        });
-      } catch (error) {
-        outcomes[i]!.spawnError = error instanceof Error ? error.message : String(error);
-        previousStdout?.destroy();
-        killAll();
-        break;
-      }
-      // The child holds its own copy of the pipe; closing ours (in the same tick, before any read callback)
-      // leaves it as the only reader, so upstream stages see SIGPIPE when it exits, as in a shell.
-      previousStdout?.destroy();
-      previousStdout = isLast ? null : child.stdout;
-      children.push(child);
-    }
-
-    const finished: Array<Promise<void>> = children.map(
-      (child, i) =>
-        new Promise<void>((resolve) => {
-          const outcome = outcomes[i]!;
-          let stderrBytes = 0;
-          child.stderr?.on('data', (chunk: Buffer) => {
-            if (stderrBytes >= stderrLimit) return;
-            const piece = chunk.subarray(0, stderrLimit - stderrBytes);
-            stderrBytes += piece.length;
-            outcome.stderr += piece.toString('utf8');
-          });
-          child.on('error', (error) => {
-            outcome.spawnError = error.message;
-            if (child.pid === undefined) resolve();
-          });
-          child.on('close', (code, signal) => {
-            const end = stageEnd(code, signal, outcome.stderr, placement.namespace !== null);
-            outcome.exitCode = end.exitCode;
-            outcome.signal = end.signal;
-            if (end.spawnError) outcome.spawnError = end.spawnError;
-            const limit = limitHit(outcome);
-            if (limit) outcome.limitExceeded = limit;
-            resolve();
-          });
-        }),
-    );
-
-    allClosed = Promise.all(finished).then(() => undefined);
-    const last = children.length === stages.length ? children[children.length - 1] : undefined;
-    last?.stdout?.on('data', (chunk: Buffer) => {
-      if (stoppedEarly || timedOut || aborted) return;
-      if (options.onStdout(chunk) === 'enough') {
-        stoppedEarly = true;
-        killAll();
-      }
+    const limits = { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits };
+    const argvs = stages.map((s) => {
+      const stage = stageCommand(s, limits, placement.namespace);
+      return [stage.executable, ...stage.args];
     });
+    const stderrBytes = outcomes.map(() => 0);
+    // The fork/exec and pipe wiring happen in the spawner (lib/sandbox/spawner): off this event loop.
+    const launched = pipelineLauncher().launch(
+      { argvs, cwd: options.cwd, env: sandboxEnv(), stderrLimitBytes: stderrLimit },
+      {
+        onStdout: (chunk) => {
+          if (stoppedEarly || timedOut || aborted) return;
+          if (options.onStdout(chunk) === 'enough') {
+            stoppedEarly = true;
+            killAll();
+          }
+        },
+        onStderr: (stage, chunk) => {
+          const outcome = outcomes[stage]!;
+          if (stderrBytes[stage]! >= stderrLimit) return;
+          const piece = chunk.subarray(0, stderrLimit - stderrBytes[stage]!);
+          stderrBytes[stage]! += piece.length;
+          outcome.stderr += piece.toString('utf8');
+        },
+        onSpawnError: (stage, message) => {
+          outcomes[stage]!.spawnError = message;
+        },
+        onExit: (stage, code, signal) => {
+          const outcome = outcomes[stage]!;
+          const end = stageEnd(code, signal, outcome.stderr, placement.namespace !== null);
+          outcome.exitCode = end.exitCode;
+          outcome.signal = end.signal;
+          if (end.spawnError) outcome.spawnError = end.spawnError;
+          const limit = limitHit(outcome);
+          if (limit) outcome.limitExceeded = limit;
+        },
+      },
+    );
+    killAll = launched.kill;
+    allClosed = launched.closed;
 
     const timer = setTimeout(
       () => {
