@@ -65,10 +65,14 @@ function namespaceWriter(bwrap: string, shell: string): FileWriter {
     });
     const exit = await group.exited;
     if (exit.spawnError) return { ok: false, message: `cannot ${what}: the sandbox could not start (${exit.spawnError.message})` };
-    if (exit.stoppedFor === 'timeout') return { ok: false, message: `cannot ${what}: the write took longer than ${EDITOR_LIMITS.writeTimeoutMs} ms` };
+    if (exit.stoppedFor === 'timeout')
+      return { ok: false, message: `cannot ${what}: the write took longer than ${EDITOR_LIMITS.writeTimeoutMs} ms` };
     if (exit.code === 0) return { ok: true };
     const detail = Buffer.concat(err).toString('utf8').slice(0, STDERR_KEPT_BYTES).trim().split('\n').slice(-1)[0] ?? '';
-    return { ok: false, message: `cannot ${what} (${detail.replace(/^editor-write: (\d+: )?/, '') || `exit ${exit.code ?? exit.signal}`})` };
+    return {
+      ok: false,
+      message: `cannot ${what} (${detail.replace(/^editor-write: (\d+: )?/, '') || `exit ${exit.code ?? exit.signal}`})`,
+    };
   };
   return {
     create: (root, relative, text) =>

@@ -144,7 +144,10 @@ async function loadTextFile(episode: Episode, userPath: string, forWriting: bool
     };
   }
   if (bytes.length > episode.limits.maxFileBytes) {
-    return { ok: false, result: tooLarge(displayPath(guarded.relative), bytes.length, episode.limits.maxFileBytes, 'it grew while being read') };
+    return {
+      ok: false,
+      result: tooLarge(displayPath(guarded.relative), bytes.length, episode.limits.maxFileBytes, 'it grew while being read'),
+    };
   }
   if (bytes.includes(0))
     return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a binary file; not shown or edited`) };

@@ -65,7 +65,7 @@ export const EDITOR_LIMITS = {
    * Largest file `view` loads, and largest file any write may leave behind (create, str_replace, insert),
    * so the agent can never make a file it cannot view.
    */
-  maxFileBytes: 1024 * 1024,
+  maxFileBytes: 4 * 1024 * 1024,
   /** Longest `old_str` / `new_str` (UTF-8 bytes): a replacement is a focused edit, not a file upload. */
   maxEditStringBytes: 256 * 1024,
   /** Most files one episode may `create` (the count is reserved before the write, so concurrent calls cannot overshoot). */

@@ -268,7 +268,8 @@ export async function guardWritePath(rootPath: string, userPath: string, expect:
   if (typeof userPath !== 'string' || userPath.trim() === '') return refuse('path must name a file');
   const bad = forbiddenPathCharacter(userPath);
   if (bad) return refuse(`path ${show(userPath)} contains ${bad}; refused`);
-  if (userPath.length > SANDBOX_LIMITS.maxPathChars) return refuse(`path is longer than ${SANDBOX_LIMITS.maxPathChars} characters; refused`);
+  if (userPath.length > SANDBOX_LIMITS.maxPathChars)
+    return refuse(`path is longer than ${SANDBOX_LIMITS.maxPathChars} characters; refused`);
   const root = await canonicalRoot(rootPath);
   if (!root.ok) return refuse(root.message);
   let lexical: string;
@@ -288,7 +289,7 @@ export async function guardWritePath(rootPath: string, userPath: string, expect:
   const gitName = components.find(isGitRefusedComponent);
   if (gitName !== undefined) {
     return refuse(
-      `path ${show(userPath)} has the component ${show(gitName)}, which git treats as its control directory .git; refused (git's control data is never edited, and git cannot take such a path into a patch)`,
+      `path ${show(userPath)} is inside .git; refused (${show(gitName)} is a name git treats as its control directory; git's control data is never edited, and git cannot take such a path into a patch)`,
     );
   }
   let current = root.root;
@@ -307,7 +308,9 @@ export async function guardWritePath(rootPath: string, userPath: string, expect:
       return { ok: true, root: root.root, absolute: lexical, relative, existingParent: parent, mode: 0o644, size: 0 };
     }
     if (stat.isSymbolicLink()) {
-      return refuse(`${displayPath(shown)} is a symlink; the editor never writes through symlinks (edit the file it stands for by its own path)`);
+      return refuse(
+        `${displayPath(shown)} is a symlink; the editor never writes through symlinks (edit the file it stands for by its own path)`,
+      );
     }
     if (!last && !stat.isDirectory()) return refuse(`${displayPath(shown)} is not a directory`);
     if (last) {
