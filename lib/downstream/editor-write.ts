@@ -4,7 +4,7 @@ import path from 'node:path';
 import { startProcessGroup } from '../process';
 import { findExecutable } from '../sandbox/executables';
 import { EDITOR_LIMITS } from '../sandbox/limits';
-import { namespaceArgs, probeNamespace, type SandboxIsolation } from '../sandbox/namespace';
+import { namespaceArgs, probeNamespace, type NamespaceProbe, type SandboxIsolation } from '../sandbox/namespace';
 
 /**
  * How the editor's writes reach the disk. The path guard (lib/sandbox/paths.ts guardWritePath) checks a path
@@ -117,12 +117,15 @@ const inProcessWriter: FileWriter = {
 
 /**
  * The writer for `isolation`. `namespace` (the default) needs bubblewrap and user namespaces; where
- * probeNamespace says they are missing, the answer is a refusal naming the reason and the switch, never a
+ * probeNamespace (`probeSandbox`, replaceable for tests) says they are missing, the answer is a refusal naming the reason and the switch, never a
  * silent fall-back to the weaker in-process writes.
  */
-export async function chooseWriter(isolation: SandboxIsolation): Promise<WriterChoice> {
+export async function chooseWriter(
+  isolation: SandboxIsolation,
+  probeSandbox: () => Promise<NamespaceProbe> = probeNamespace,
+): Promise<WriterChoice> {
   if (isolation === 'filter-only') return { ok: true, writer: inProcessWriter };
-  const probe = await probeNamespace();
+  const probe = await probeSandbox();
   if (!probe.ok) {
     return {
       ok: false,

@@ -404,6 +404,12 @@ async function create(episode: Episode, args: EditorArgs): Promise<ToolResult> {
     }
     const written = await writer.writer.create(target.root, target.relative, text);
     if (!written.ok) return errorResult(written.message);
+    // A directory flipped into a link during the write sends it into the sandbox's own throw-away view; the
+    // model is told the truth rather than "created" for a file that is not in the worktree.
+    const arrived = await guardWritePath(episode.root, args.path, 'existing-file');
+    if (!arrived.ok) {
+      return errorResult(`cannot create ${displayPath(target.relative)}: the file is not there after the write (${arrived.message})`);
+    }
     return { status: 'ok', output: `File created successfully at: ${displayPath(target.relative)}` };
   });
   if (result.status === 'error') episode.created -= 1;
