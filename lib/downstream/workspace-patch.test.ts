@@ -84,6 +84,34 @@ describe('collectWorkspacePatch', () => {
   });
 });
 
+describe('collectWorkspacePatch and the checkout index', () => {
+  it('leaves untouched files out under the attributes SWE-bench repositories commit (text=auto, eol=lf, binary)', async () => {
+    // Django-, matplotlib- and astropy-style attribute files: on Linux none of them changes bytes on checkout.
+    await fs.writeFile(path.join(source, '.gitattributes'), '* text=auto\n*.html text eol=lf\n*.fits binary\ndocs/*.txt merge=union\n');
+    await fs.writeFile(path.join(source, 'page.html'), '<p>one</p>\n');
+    await fs.writeFile(path.join(source, 'legacy.txt'), 'committed\r\nwith CRLF\r\n');
+    await fs.writeFile(path.join(source, 'image.fits'), Buffer.from([0, 1, 2, 13, 10]));
+    git(source, 'add', '-A');
+    git(source, 'commit', '--quiet', '--no-verify', '-m', 'attributes');
+    const head = git(source, 'rev-parse', 'HEAD').trim();
+    git(bare, 'fetch', '--quiet', source, 'main:main');
+    const attributed = path.join(parent, 'attributed');
+    git(bare, 'worktree', 'add', '--quiet', '--detach', attributed, head);
+    await fs.writeFile(path.join(attributed, 'pkg', 'mod.py'), 'a = 2\n');
+    const { patch } = await collectWorkspacePatch(attributed, head);
+    expect([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1])).toEqual(['pkg/mod.py']);
+  });
+
+  it('starts from the base tree when the checkout has no index', async () => {
+    const index = git(checkout, 'rev-parse', '--path-format=absolute', '--git-path', 'index').trim();
+    await fs.rm(index);
+    await fs.writeFile(path.join(checkout, 'pkg', 'mod.py'), 'a = 3\n');
+    const { patch } = await collectWorkspacePatch(checkout, base);
+    expect(patch).toContain('-a = 1\n+a = 3\n');
+    expect([...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1])).toEqual(['pkg/mod.py']);
+  });
+});
+
 describe('nestedGitEntries', () => {
   it("lists every name git refuses below the root, not the root's own .git", async () => {
     for (const dir of ['pkg/.git', 'pkg/deep/.GIT', '.git ', 'git~1', 'pkg/.gitignore-not'])

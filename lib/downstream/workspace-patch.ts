@@ -2,6 +2,7 @@ import { promises as fs, type Dirent } from 'node:fs';
 import path from 'node:path';
 import type { PatchDroppedFile } from '../../schemas/downstream/run-record';
 import { isGitRefusedComponent } from '../sandbox/paths';
+import { WorktreeError } from '../worktrees/errors';
 import { git, privateGitDir } from '../worktrees/git';
 import { PatchSections } from './patch-sections';
 
@@ -123,7 +124,10 @@ class PatchBudget {
  * objects, and an info/attributes that overrides every `.gitattributes` the agent wrote, so a
  * `working-tree-encoding=UTF-16`, a `filter=` or `diff=` driver, or an `eol`/`text` line can neither make
  * git throw nor run anything nor change the bytes. The checkout's own index and the shared bare clone are
- * never written.
+ * never written. The private index starts as a copy of the checkout's, so unchanged files are not re-read.
+ * The price: in a repository whose own committed attributes change bytes on checkout (`eol=crlf`, `ident`,
+ * `working-tree-encoding`; on Linux `text=auto` and `eol=lf` do not), a file git re-reads shows those
+ * converted bytes as a change, since the patch records exactly the bytes in the checkout.
  *
  * What git cannot take is left out and named in `dropped`, never a reason to lose the rest:
  * - entries under a name git refuses as `.git` (a nested repository, `.git `, `git~1` …; an outside agent
@@ -147,8 +151,15 @@ export async function collectWorkspacePatch(
   const gitDir = await privateGitDir(checkout, { timeoutMs: GIT_TIMEOUT_MS, ...signal });
   try {
     const opts = { cwd: checkout, timeoutMs: GIT_TIMEOUT_MS, hardened: true, env: gitDir.env, ...signal };
-    await git(['read-tree', baseCommit], opts);
-    await git(['add', '-A'], opts);
+    if (!gitDir.seededIndex) await git(['read-tree', baseCommit], opts);
+    try {
+      await git(['add', '-A'], opts);
+    } catch (error) {
+      if (!gitDir.seededIndex || !(error instanceof WorktreeError) || error.code !== 'git-failed') throw error;
+      // A copied index git cannot use here (a split index whose shared part stayed behind): start from the tree.
+      await git(['read-tree', baseCommit], opts);
+      await git(['add', '-A'], opts);
+    }
     const budget = new PatchBudget(options.maxPatchBytes ?? MAX_PATCH_BYTES);
     const sections = new PatchSections({ start: (file) => budget.start(file), data: (bytes) => budget.data(bytes) });
     await git(

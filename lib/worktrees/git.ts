@@ -230,10 +230,14 @@ export function lastLines(text: string, n = 4): string {
 export const NEUTRAL_ATTRIBUTES = '* -text !eol !crlf !working-tree-encoding !filter !diff !merge -ident\n';
 
 export interface PrivateGitDir {
-  /** GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE for `runGit`'s `env` (with `hardened: true`). */
+  /** GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and GIT_ATTR_NOSYSTEM for `runGit`'s `env` (with `hardened: true`). */
   env: Record<string, string>;
-  /** `$GIT_DIR/info/exclude` of the private dir: paths the caller wants git to skip. */
-  excludeFile: string;
+  /**
+   * The private index started as a copy of the checkout's own (timestamps kept, so git's racy-entry check
+   * still works): unchanged files are not re-read, and stay exactly as the checkout wrote them. False when
+   * the checkout had no index; the caller then fills it from the base commit (`git read-tree`).
+   */
+  seededIndex: boolean;
   dispose(): Promise<void>;
 }
 
@@ -242,18 +246,29 @@ export interface PrivateGitDir {
  * the shared bare clone are never written), its own objects (the repository's reached read-only through
  * alternates), NEUTRAL_ATTRIBUTES as its info/attributes, and none of the repository's config. Every git
  * call on the checkout's files then runs with hardenedGitEnv + HARDENED_GIT_CONFIG, and this dir's env.
- * The checkout's own git dir is only asked where its objects live.
+ * The checkout's own git dir is only asked where its objects and index live.
  */
 export async function privateGitDir(checkout: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<PrivateGitDir> {
   const local = { cwd: checkout, timeoutMs: opts.timeoutMs, hardened: true, ...(opts.signal ? { signal: opts.signal } : {}) };
-  const commonDir = (await git(['rev-parse', '--path-format=absolute', '--git-common-dir'], local)).trim();
+  const [commonDir = '', checkoutIndex = ''] = (
+    await git(['rev-parse', '--path-format=absolute', '--git-common-dir', '--git-path', 'index'], local)
+  )
+    .trim()
+    .split('\n');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'codegrep-gitdir-'));
+  const index = path.join(dir, 'index');
+  let seededIndex = false;
   try {
     await git(['init', '--quiet', '--bare', '--template=', dir], { ...local, cwd: dir });
     await fs.writeFile(path.join(dir, 'objects', 'info', 'alternates'), `${path.join(commonDir, 'objects')}\n`);
     await fs.mkdir(path.join(dir, 'info'), { recursive: true });
     await fs.writeFile(path.join(dir, 'info', 'attributes'), NEUTRAL_ATTRIBUTES);
-    await fs.writeFile(path.join(dir, 'info', 'exclude'), '');
+    try {
+      await fs.cp(checkoutIndex, index, { preserveTimestamps: true });
+      seededIndex = true;
+    } catch {
+      // No index yet (or unreadable): the caller starts from the base commit's tree.
+    }
   } catch (error) {
     await fs.rm(dir, { recursive: true, force: true });
     throw error;
@@ -262,11 +277,11 @@ export async function privateGitDir(checkout: string, opts: { timeoutMs: number;
     env: {
       GIT_DIR: dir,
       GIT_WORK_TREE: path.resolve(checkout),
-      GIT_INDEX_FILE: path.join(dir, 'index'),
+      GIT_INDEX_FILE: index,
       // No /etc/gitattributes: a machine-wide attribute cannot name a filter or an encoding for agent files.
       GIT_ATTR_NOSYSTEM: '1',
     },
-    excludeFile: path.join(dir, 'info', 'exclude'),
+    seededIndex,
     dispose: () => fs.rm(dir, { recursive: true, force: true }),
   };
 }

@@ -293,9 +293,7 @@ describe('finding: concurrent edits of one file were lost', () => {
 
   it('50 concurrent str_replace calls of the same old_str: one applies, the others are told it is gone', async () => {
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, k) =>
-        edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'a = 1', new_str: `b = ${k}` }),
-      ),
+      Array.from({ length: 50 }, (_, k) => edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'a = 1', new_str: `b = ${k}` })),
     );
     const winners = results.flatMap((r, k) => (r.status === 'ok' ? [k] : []));
     recordAttack('editor', '50 concurrent str_replace of one old_str', winners.length === 1 ? 'contained' : 'escaped');
