@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../../schemas/agent';
-import type { DownstreamEndReason, DownstreamInstance } from '../../schemas/downstream';
+import type { DownstreamEndReason, DownstreamInstance, PatchDroppedFile } from '../../schemas/downstream';
 
 /**
  * The frozen downstream coding agent of the injection study (CodeGrep §4.1: OpenHands, temperature 0, at
@@ -19,6 +19,8 @@ export interface DownstreamRunContext {
 export interface DownstreamAgentResult {
   /** The change as a unified diff against the base commit ('' when the agent changed nothing). */
   patch: string;
+  /** Changed files left out of `patch` (over its size cap, or under a name git refuses); absent means none. */
+  patchDropped?: PatchDroppedFile[];
   /** Model calls made. */
   rounds: number;
   /** Prompt tokens summed over the rounds. */

@@ -10,9 +10,9 @@ import { formatObservation, runTool, type SandboxOptions } from '../sandbox';
 import type { DownstreamAgent, DownstreamAgentResult, DownstreamRunContext } from './agent';
 import { BUILTIN_SYSTEM_PROMPT, builtinUserPrompt } from './builtin-prompts';
 import { builtinAgentTools } from './builtin-tools';
-import { runEditor } from './editor';
+import { createEditor, type Editor, type EditorOptions } from './editor';
 import { PAPER_DOWNSTREAM_AGENT } from './params';
-import { workspacePatch } from './workspace-patch';
+import { collectWorkspacePatch } from './workspace-patch';
 
 /**
  * The built-in downstream agent: a plain tool-calling loop on any OpenAI-compatible Chat Completions endpoint
@@ -32,6 +32,8 @@ export interface BuiltinAgentOptions {
   maxTokensPerCall?: number;
   retry?: ChatCallOptions['policy'];
   sandbox?: SandboxOptions;
+  /** The editor's isolation and limits (editor.ts); by default writes run in the OS sandbox. */
+  editor?: EditorOptions;
   systemPrompt?: string;
   name?: string;
 }
@@ -65,7 +67,11 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
   const tools = builtinAgentTools() as ChatCompletionTool[];
   const systemPrompt = options.systemPrompt ?? BUILTIN_SYSTEM_PROMPT;
 
-  async function runTools(calls: WireToolCall[], ctx: DownstreamRunContext): Promise<{ messages: ChatMessage[]; submitted: boolean }> {
+  async function runTools(
+    calls: WireToolCall[],
+    ctx: DownstreamRunContext,
+    editor: Editor,
+  ): Promise<{ messages: ChatMessage[]; submitted: boolean }> {
     const messages: ChatMessage[] = [];
     let submitted = false;
     for (const call of calls) {
@@ -76,7 +82,7 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
         submitted = true;
         content = 'Submitted.';
       } else if (name === EDITOR_TOOL_NAME) {
-        content = formatObservation(await runEditor(ctx.workdir, call.function.arguments));
+        content = formatObservation(await editor.run(call.function.arguments));
       } else if (name === 'terminal') {
         content = formatObservation(
           await runTool(ctx.workdir, 'terminal', call.function.arguments, {
@@ -104,6 +110,8 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
       let outputTokens = 0;
       let endReason: DownstreamEndReason = 'round_limit';
       let error: string | undefined;
+      // One editor per episode: its created-file limit counts this run's creates.
+      const editor = createEditor(ctx.workdir, options.editor);
 
       while (rounds < maxRounds) {
         let completion;
@@ -140,7 +148,7 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
           endReason = choice.finish_reason === 'length' ? 'length' : 'no_tool_call';
           break;
         }
-        const { messages, submitted } = await runTools(calls, ctx);
+        const { messages, submitted } = await runTools(calls, ctx, editor);
         trajectory.push(...messages);
         if (submitted) {
           endReason = 'submitted';
@@ -148,8 +156,17 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
         }
       }
 
-      const patch = await workspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal);
-      return { patch, rounds, inputTokens, outputTokens, trajectory, endReason, ...(error === undefined ? {} : { error }) };
+      const { patch, dropped } = await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {});
+      return {
+        patch,
+        patchDropped: dropped,
+        rounds,
+        inputTokens,
+        outputTokens,
+        trajectory,
+        endReason,
+        ...(error === undefined ? {} : { error }),
+      };
     },
   };
 }

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EDITOR_LIMITS, runEditor } from './editor';
+import { createEditor, EDITOR_LIMITS, runEditor } from './editor';
 
 let parent: string;
 let root: string;
@@ -217,5 +217,43 @@ describe('str_replace_editor: path attacks', () => {
     expect(await edit({ command: 'str_replace', path: '.git', old_str: 'elsewhere', new_str: 'x' })).toMatchObject({ status: 'error' });
     expect(await edit({ command: 'create', path: '.git/hooks/pre-commit', file_text: 'x' })).toMatchObject({ status: 'error' });
     expect(await read('.git')).toBe('gitdir: /elsewhere\n');
+  });
+});
+
+describe('str_replace_editor: limits, isolation and one writer per file', () => {
+  it('counts creates per episode: createEditor keeps the count, each runEditor call is an episode of its own', async () => {
+    const editor = createEditor(root, { limits: { maxCreatedFilesPerEpisode: 2 } });
+    expect((await editor.run({ command: 'create', path: 'n/1.py', file_text: '1' })).status).toBe('ok');
+    // A refused create does not count.
+    expect((await editor.run({ command: 'create', path: 'pkg/mod.py', file_text: 'x' })).status).toBe('error');
+    expect((await editor.run({ command: 'create', path: 'n/2.py', file_text: '2' })).status).toBe('ok');
+    expect(await editor.run({ command: 'create', path: 'n/3.py', file_text: '3' })).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/already created 2 files, the editor's limit \(2\)/),
+    });
+    expect(editor.createdFiles()).toBe(2);
+    expect(
+      (await runEditor(root, { command: 'create', path: 'n/4.py', file_text: '4' }, { limits: { maxCreatedFilesPerEpisode: 2 } })).status,
+    ).toBe('ok');
+  });
+
+  it('an edit keeps the file mode and leaves no temporary file behind', async () => {
+    await fs.chmod(path.join(root, 'pkg', 'mod.py'), 0o755);
+    expect((await edit({ command: 'str_replace', path: 'pkg/mod.py', old_str: 'c = 3', new_str: 'c = 4' })).status).toBe('ok');
+    expect((await fs.stat(path.join(root, 'pkg', 'mod.py'))).mode & 0o777).toBe(0o755);
+    expect((await fs.readdir(path.join(root, 'pkg'))).sort()).toEqual(['mod.py', 'sub']);
+  });
+
+  it('filter-only isolation writes in-process behind the same guard', async () => {
+    const editor = createEditor(root, { isolation: 'filter-only' });
+    expect((await editor.run({ command: 'create', path: 'fo/new.py', file_text: 'X = 1\n' })).status).toBe('ok');
+    expect((await editor.run({ command: 'insert', path: 'fo/new.py', insert_line: 1, new_str: 'Y = 2' })).status).toBe('ok');
+    expect(await read('fo/new.py')).toBe('X = 1\nY = 2\n');
+    expect((await editor.run({ command: 'create', path: 'out-dir/x.py', file_text: 'PWNED' })).status).toBe('error');
+  });
+
+  it('the limits are named, and a created file can always be viewed', () => {
+    expect(EDITOR_LIMITS.maxFileBytes).toBeGreaterThanOrEqual(EDITOR_LIMITS.maxEditStringBytes);
+    expect(EDITOR_LIMITS).toMatchObject({ maxCreatedFilesPerEpisode: 500, maxFileBytes: 4 * 1024 * 1024, maxEditStringBytes: 256 * 1024 });
   });
 });

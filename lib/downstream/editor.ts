@@ -1,9 +1,15 @@
-import { constants, promises as fs, type Dirent } from 'node:fs';
+import { promises as fs, constants, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { EditorArgsSchema, type EditorArgs } from '../../schemas/downstream';
 import type { ToolResult } from '../../schemas/tools';
-import { canonicalRoot, guardPath, hasGitComponent, isInside } from '../sandbox/paths';
+import { EDITOR_LIMITS, type EditorLimits } from '../sandbox/limits';
+import type { SandboxIsolation } from '../sandbox/namespace';
+import { guardPath, guardWritePath, isGitRefusedComponent } from '../sandbox/paths';
 import { displayPath, errorResult } from '../sandbox/tool-result';
+import { chooseWriter, type FileWriter } from './editor-write';
+import { withKeyedLock } from './keyed-lock';
+
+export { EDITOR_LIMITS };
 
 /**
  * The built-in downstream agent's file viewer/editor, `str_replace_editor`, with the semantics SWE-agent and
@@ -15,32 +21,52 @@ import { displayPath, errorResult } from '../sandbox/tool-result';
  * - `insert`: `new_str` after line `insert_line` (0 = top of the file).
  * - `create`: a new file with `file_text`, parent directories made as needed; refuses an existing path.
  *
- * Every path goes through lib/sandbox's path guard (resolved against the worktree root, canonicalised with
- * realpath, refused when it leaves the root — `..`, outside absolute paths, symlinks pointing out) and the
- * write goes to the canonical path, so no edit can land outside the worktree. Writes are checked before
- * anything is written by guardWritePath: no `.git` component anywhere in the path (a write there is code
- * execution: core.fsmonitor, hooks, a nested repository), no symlink at any level, no hard-linked file.
- * Files are edited as exact text (no tab
- * expansion, line endings kept); binary, non-UTF-8 and oversized files are refused, never rewritten.
- * Never throws: every refusal is an error observation for the model.
+ * Safety, in layers:
+ * - every path goes through lib/sandbox's one path guard: reads through guardPath (canonicalised, refused
+ *   when it leaves the root), writes through guardWritePath (no link at any level, no hard-linked file, no
+ *   name git refuses as `.git`: `.GIT`, `.git `, `git~1`, `.git::$INDEX_ALLOCATION`, HFS look-alikes, and no
+ *   backslash or NUL);
+ * - every write runs inside the OS sandbox's writable view of the worktree (editor-write.ts), so a directory
+ *   flipped into a link by an outside process after the check can lead nowhere outside;
+ * - EDITOR_LIMITS (lib/sandbox/limits.ts) bound what one call and one episode may write: no file larger
+ *   than `view` accepts, no old_str/new_str over maxEditStringBytes, at most maxCreatedFilesPerEpisode new
+ *   files;
+ * - one writer per file at a time (keyed-lock.ts): concurrent edits of one file apply one after another, each
+ *   on the text the previous one left.
+ * Files are edited as exact text (no tab expansion, line endings kept); binary, non-UTF-8 and oversized
+ * files are refused, never rewritten. Never throws: every refusal is an error observation for the model.
  */
-export const EDITOR_LIMITS = {
-  /** Largest file view/edit will load. */
-  maxFileBytes: 4 * 1024 * 1024,
-  /** Longest observation; beyond it the output is clipped with a note on how to see the rest. */
-  maxOutputChars: 16_000,
-  /** Lines shown above and below an edit. */
-  snippetContextLines: 4,
-  /** Entries listed by a directory view. */
-  maxDirectoryEntries: 400,
-} as const;
+export interface EditorOptions {
+  /**
+   * 'namespace' (default): writes run inside the bubblewrap view, and are refused when the machine cannot
+   * make one. 'filter-only': in-process writes behind the path guard alone.
+   */
+  isolation?: SandboxIsolation;
+  /** Overrides of EDITOR_LIMITS (tests use small ones). */
+  limits?: Partial<EditorLimits>;
+}
+
+/** One episode's editor: the created-file count is per episode, so the agent makes one per run. */
+export interface Editor {
+  run(rawArgs: unknown): Promise<ToolResult>;
+  /** Files this episode has created so far (reserved ones included). */
+  createdFiles(): number;
+}
 
 const CLIPPED_NOTE =
   '<response clipped><NOTE>To save context only part of this output is shown. View a smaller part with view_range, or search with the terminal tool (rg -n).</NOTE>';
 
-function clip(text: string): ToolResult {
-  if (text.length <= EDITOR_LIMITS.maxOutputChars) return { status: 'ok', output: text };
-  return { status: 'truncated', output: `${text.slice(0, EDITOR_LIMITS.maxOutputChars)}\n${CLIPPED_NOTE}`, message: 'output clipped' };
+interface Episode {
+  root: string;
+  limits: EditorLimits;
+  isolation: SandboxIsolation;
+  writer: Promise<{ ok: true; writer: FileWriter } | { ok: false; message: string }> | undefined;
+  created: number;
+}
+
+function clip(text: string, limits: EditorLimits): ToolResult {
+  if (text.length <= limits.maxOutputChars) return { status: 'ok', output: text };
+  return { status: 'truncated', output: `${text.slice(0, limits.maxOutputChars)}\n${CLIPPED_NOTE}`, message: 'output clipped' };
 }
 
 function numbered(lines: readonly string[], firstNumber: number): string {
@@ -60,82 +86,30 @@ function joinLines(lines: readonly string[], trailingNewline: boolean): string {
 
 const GIT_REFUSAL = (userPath: string) => `path ${JSON.stringify(userPath)} is inside .git; refused (git's control data is never edited)`;
 
-type WriteTarget = { ok: true; root: string; absolute: string; relative: string; exists: boolean } | { ok: false; result: ToolResult };
-
-/**
- * Where a write to `userPath` would land, checked component by component before anything is written:
- * - the path (absolute only when under the root) must stay inside the root lexically;
- * - no component may be `.git` (any case): not the root's, not a nested one (`pkg/.git/config`), so no
- *   write can make a repository, a config with core.fsmonitor, a hook, alternates or refs;
- * - no existing component may be a symlink: the editor never writes through a link, wherever it points
- *   (at `.git`, outside, or inside), so what is written is exactly the path that was checked. The agent
- *   has no way to create links, so this refuses only links the repository (or an outside agent) put there;
- * - an existing target must be a regular file with no other hard link (git never makes hard links in a
- *   checkout, so a second link can only point at data outside this path's control).
- * `mustExist`: str_replace / insert (the file must be there) versus create (it must not).
- */
-async function guardWritePath(rootPath: string, userPath: string, mustExist: boolean): Promise<WriteTarget> {
-  const refuse = (message: string): WriteTarget => ({ ok: false, result: errorResult(message) });
-  if (userPath.includes('\0')) return refuse('path contains a NUL byte; refused');
-  const root = await canonicalRoot(rootPath);
-  if (!root.ok) return refuse(root.message);
-  let lexical: string;
-  if (path.isAbsolute(userPath)) {
-    const normalized = path.normalize(userPath);
-    const givenRoot = path.resolve(rootPath);
-    if (isInside(root.root, normalized)) lexical = normalized;
-    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
-    else
-      return refuse(
-        `path ${JSON.stringify(userPath)} is outside the repository root; refused (use a path relative to the repository root)`,
-      );
-  } else {
-    lexical = path.resolve(root.root, userPath);
-    if (!isInside(root.root, lexical)) return refuse(`path ${JSON.stringify(userPath)} leaves the repository root; refused`);
-  }
-  if (lexical === root.root) return refuse('the path must name a file, not the repository root');
-  const relative = path.relative(root.root, lexical);
-  if (hasGitComponent(relative)) return refuse(GIT_REFUSAL(userPath));
-  const components = relative.split(path.sep);
-  let current = root.root;
-  for (let k = 0; k < components.length; k++) {
-    current = path.join(current, components[k]!);
-    const shown = displayPath(components.slice(0, k + 1).join('/'));
-    const last = k === components.length - 1;
-    let stat;
-    try {
-      stat = await fs.lstat(current);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') return refuse(`cannot inspect ${shown} (${code ?? String(error)})`);
-      if (mustExist) return refuse(`no such file or directory: ${JSON.stringify(userPath)}`);
-      return { ok: true, root: root.root, absolute: lexical, relative, exists: false };
-    }
-    if (stat.isSymbolicLink()) {
-      return refuse(`${shown} is a symlink; the editor never writes through symlinks (edit the file it stands for by its own path)`);
-    }
-    if (!last && !stat.isDirectory()) return refuse(`${shown} is not a directory`);
-    if (last) {
-      if (!mustExist) return refuse(`File already exists at: ${displayPath(relative)}. Cannot overwrite files using command \`create\`.`);
-      if (stat.isDirectory()) return refuse(`${displayPath(relative)} is a directory; only files can be edited`);
-      if (!stat.isFile()) return refuse(`${displayPath(relative)} is not a regular file`);
-      if (stat.nlink > 1) return refuse(`${displayPath(relative)} has other hard links; refused (editing it would change files elsewhere)`);
-    }
-  }
-  return { ok: true, root: root.root, absolute: lexical, relative, exists: true };
+function hasGitRefusedComponent(relative: string): boolean {
+  return relative.split(/[\\/]/).some(isGitRefusedComponent);
 }
 
-type Loaded = { ok: true; absolute: string; relative: string; text: string } | { ok: false; result: ToolResult };
+function tooLarge(what: string, bytes: number, limit: number, hint: string): ToolResult {
+  return errorResult(`${what} is ${bytes} bytes, over the editor's ${limit}-byte limit; ${hint}`);
+}
 
-/** Guards `userPath`, requires a regular text file, and reads it. */
-async function loadTextFile(root: string, userPath: string, forWriting: boolean): Promise<Loaded> {
+type Loaded = { ok: true; absolute: string; relative: string; text: string; mode: number } | { ok: false; result: ToolResult };
+
+/**
+ * Guards `userPath`, requires a regular text file within the size limit, and reads it. For writing, the
+ * write guard comes first (no link anywhere on the way, no hard link, no .git name).
+ */
+async function loadTextFile(episode: Episode, userPath: string, forWriting: boolean): Promise<Loaded> {
+  let mode = 0o644;
   if (forWriting) {
-    const target = await guardWritePath(root, userPath, true);
-    if (!target.ok) return target;
+    const target = await guardWritePath(episode.root, userPath, 'existing-file');
+    if (!target.ok) return { ok: false, result: errorResult(target.message) };
+    mode = target.mode;
   }
-  const guarded = await guardPath(root, userPath);
+  const guarded = await guardPath(episode.root, userPath);
   if (!guarded.ok) return { ok: false, result: errorResult(guarded.message) };
-  if (hasGitComponent(guarded.relative)) return { ok: false, result: errorResult(GIT_REFUSAL(userPath)) };
+  if (hasGitRefusedComponent(guarded.relative)) return { ok: false, result: errorResult(GIT_REFUSAL(userPath)) };
   if (guarded.kind === 'directory') {
     return {
       ok: false,
@@ -143,11 +117,14 @@ async function loadTextFile(root: string, userPath: string, forWriting: boolean)
     };
   }
   if (guarded.kind !== 'file') return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is not a regular file`) };
-  if (guarded.size > EDITOR_LIMITS.maxFileBytes) {
+  if (guarded.size > episode.limits.maxFileBytes) {
     return {
       ok: false,
-      result: errorResult(
-        `${displayPath(guarded.relative)} is ${guarded.size} bytes, over the editor's ${EDITOR_LIMITS.maxFileBytes}-byte limit; use the terminal tool (sed -n 'N,Mp') to read parts of it`,
+      result: tooLarge(
+        displayPath(guarded.relative),
+        guarded.size,
+        episode.limits.maxFileBytes,
+        "use the terminal tool (sed -n 'N,Mp') to read parts of it",
       ),
     };
   }
@@ -166,6 +143,12 @@ async function loadTextFile(root: string, userPath: string, forWriting: boolean)
       result: errorResult(`cannot read ${displayPath(guarded.relative)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`),
     };
   }
+  if (bytes.length > episode.limits.maxFileBytes) {
+    return {
+      ok: false,
+      result: tooLarge(displayPath(guarded.relative), bytes.length, episode.limits.maxFileBytes, 'it grew while being read'),
+    };
+  }
   if (bytes.includes(0))
     return { ok: false, result: errorResult(`${displayPath(guarded.relative)} is a binary file; not shown or edited`) };
   const text = bytes.toString('utf8');
@@ -175,42 +158,76 @@ async function loadTextFile(root: string, userPath: string, forWriting: boolean)
       result: errorResult(`${displayPath(guarded.relative)} is not valid UTF-8; it is not edited (rewriting it would corrupt it)`),
     };
   }
-  return { ok: true, absolute: guarded.absolute, relative: guarded.relative, text };
+  return { ok: true, absolute: guarded.absolute, relative: guarded.relative, text, mode };
 }
 
-async function writeExisting(absolute: string, text: string): Promise<void> {
-  // O_NOFOLLOW on the canonical path (see loadTextFile); truncating in place keeps the file's mode.
-  const handle = await fs.open(absolute, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
-  try {
-    await handle.writeFile(text, 'utf8');
-  } finally {
-    await handle.close();
+/** The episode's writer, chosen once (the namespace probe is cached per process). */
+async function writerOf(episode: Episode): Promise<{ ok: true; writer: FileWriter } | { ok: false; result: ToolResult }> {
+  episode.writer ??= chooseWriter(episode.isolation);
+  const choice = await episode.writer;
+  return choice.ok ? choice : { ok: false, result: errorResult(choice.message) };
+}
+
+/** The key of the one-writer-per-file lock: the canonical absolute path the write guard resolved. */
+async function lockKey(episode: Episode, userPath: string, expect: 'existing-file' | 'new-file'): Promise<string | ToolResult> {
+  const target = await guardWritePath(episode.root, userPath, expect);
+  if (!target.ok) {
+    if (target.reason === 'exists') {
+      return errorResult(`File already exists at: ${displayPath(userPath)}. Cannot overwrite files using command \`create\`.`);
+    }
+    return errorResult(target.message);
   }
+  return target.absolute;
 }
 
-function snippetAround(lines: readonly string[], firstChanged: number, lastChanged: number): string {
-  const from = Math.max(1, firstChanged - EDITOR_LIMITS.snippetContextLines);
-  const to = Math.min(lines.length, lastChanged + EDITOR_LIMITS.snippetContextLines);
+/** Rejects an old_str / new_str over the limit before any file is touched. */
+function oversizedString(episode: Episode, name: string, value: string | undefined): ToolResult | null {
+  if (value === undefined) return null;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes <= episode.limits.maxEditStringBytes) return null;
+  return tooLarge(name, bytes, episode.limits.maxEditStringBytes, 'split the change into smaller edits');
+}
+
+/** Writes `updated` over the loaded file, unless the result is larger than view accepts. */
+async function writeEdited(episode: Episode, loaded: Extract<Loaded, { ok: true }>, updated: string): Promise<ToolResult | null> {
+  const bytes = Buffer.byteLength(updated, 'utf8');
+  if (bytes > episode.limits.maxFileBytes) {
+    return tooLarge(
+      `the edited ${displayPath(loaded.relative)}`,
+      bytes,
+      episode.limits.maxFileBytes,
+      'no change was made (the editor never leaves a file it could not view)',
+    );
+  }
+  const writer = await writerOf(episode);
+  if (!writer.ok) return writer.result;
+  const written = await writer.writer.replace(episode.root, loaded.relative, updated, loaded.mode);
+  return written.ok ? null : errorResult(written.message);
+}
+
+function snippetAround(lines: readonly string[], firstChanged: number, lastChanged: number, limits: EditorLimits): string {
+  const from = Math.max(1, firstChanged - limits.snippetContextLines);
+  const to = Math.min(lines.length, lastChanged + limits.snippetContextLines);
   return numbered(lines.slice(from - 1, to), from);
 }
 
 const REVIEW = 'Review the changes and make sure they are as expected. Edit the file again if necessary.';
 
-async function view(root: string, args: EditorArgs): Promise<ToolResult> {
-  const guarded = await guardPath(root, args.path);
+async function view(episode: Episode, args: EditorArgs): Promise<ToolResult> {
+  const guarded = await guardPath(episode.root, args.path);
   if (!guarded.ok) return errorResult(guarded.message);
-  if (hasGitComponent(guarded.relative)) return errorResult(GIT_REFUSAL(args.path));
+  if (hasGitRefusedComponent(guarded.relative)) return errorResult(GIT_REFUSAL(args.path));
   if (guarded.kind === 'directory') {
     if (args.view_range !== undefined) return errorResult('view_range is only allowed when path is a file, not a directory');
-    return viewDirectory(guarded.absolute, guarded.relative);
+    return viewDirectory(episode, guarded.absolute, guarded.relative);
   }
-  const loaded = await loadTextFile(root, args.path, false);
+  const loaded = await loadTextFile(episode, args.path, false);
   if (!loaded.ok) return loaded.result;
   const { lines } = splitLines(loaded.text);
   const shown = displayPath(loaded.relative);
   if (args.view_range === undefined) {
     if (lines.length === 0) return { status: 'ok', output: `${shown} is empty.` };
-    return clip(`Here's the result of running \`cat -n\` on ${shown}:\n${numbered(lines, 1)}\n`);
+    return clip(`Here's the result of running \`cat -n\` on ${shown}:\n${numbered(lines, 1)}\n`, episode.limits);
   }
   const [start, end] = args.view_range as [number, number];
   if (start < 1 || start > Math.max(1, lines.length)) {
@@ -224,10 +241,12 @@ async function view(root: string, args: EditorArgs): Promise<ToolResult> {
   const last = end === -1 ? lines.length : end;
   return clip(
     `Here's the result of running \`cat -n\` on ${shown} (lines ${start}-${last}):\n${numbered(lines.slice(start - 1, last), start)}\n`,
+    episode.limits,
   );
 }
 
-async function viewDirectory(absolute: string, relative: string): Promise<ToolResult> {
+async function viewDirectory(episode: Episode, absolute: string, relative: string): Promise<ToolResult> {
+  const maxEntries = episode.limits.maxDirectoryEntries;
   const entries: string[] = [];
   let more = false;
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
@@ -240,7 +259,7 @@ async function viewDirectory(absolute: string, relative: string): Promise<ToolRe
     names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of names) {
       if (entry.name.startsWith('.')) continue;
-      if (entries.length >= EDITOR_LIMITS.maxDirectoryEntries) {
+      if (entries.length >= maxEntries) {
         more = true;
         return;
       }
@@ -253,8 +272,8 @@ async function viewDirectory(absolute: string, relative: string): Promise<ToolRe
   };
   await walk(absolute, relative, 1);
   const header = `Here's the files and directories up to 2 levels deep in ${relative === '.' ? 'the repository root' : displayPath(relative)}, excluding hidden items:`;
-  const footer = more ? `\n[more than ${EDITOR_LIMITS.maxDirectoryEntries} entries; view a subdirectory]` : '';
-  return clip(`${header}\n${entries.join('\n')}${footer}\n`);
+  const footer = more ? `\n[more than ${maxEntries} entries; view a subdirectory]` : '';
+  return clip(`${header}\n${entries.join('\n')}${footer}\n`, episode.limits);
 }
 
 /** Line numbers listed in a "multiple occurrences" refusal; the rest are counted. */
@@ -289,112 +308,175 @@ function findOccurrences(text: string, needle: string): { count: number; firstAt
   return { count, firstAt, lines };
 }
 
-async function strReplace(root: string, args: EditorArgs): Promise<ToolResult> {
+async function strReplace(episode: Episode, args: EditorArgs): Promise<ToolResult> {
   if (args.old_str === undefined || args.old_str === '') return errorResult('str_replace needs a non-empty old_str');
   const oldStr = args.old_str;
   const newStr = args.new_str ?? '';
   if (oldStr === newStr) return errorResult('No replacement was performed: new_str and old_str must be different.');
-  const loaded = await loadTextFile(root, args.path, true);
-  if (!loaded.ok) return loaded.result;
-  const shown = displayPath(loaded.relative);
-  const found = findOccurrences(loaded.text, oldStr);
-  if (found.count === 0)
-    return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
-  if (found.count > 1) {
-    const more = found.count > found.lines.length ? `, … (${found.count} occurrences in all)` : '';
-    return errorResult(
-      `No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`,
+  const oversized = oversizedString(episode, 'old_str', oldStr) ?? oversizedString(episode, 'new_str', newStr);
+  if (oversized) return oversized;
+  const key = await lockKey(episode, args.path, 'existing-file');
+  if (typeof key !== 'string') return key;
+  return withKeyedLock(key, async () => {
+    // Loaded under the lock: the text is what the previous writer of this file left.
+    const loaded = await loadTextFile(episode, args.path, true);
+    if (!loaded.ok) return loaded.result;
+    const shown = displayPath(loaded.relative);
+    const found = findOccurrences(loaded.text, oldStr);
+    if (found.count === 0)
+      return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
+    if (found.count > 1) {
+      const more = found.count > found.lines.length ? `, … (${found.count} occurrences in all)` : '';
+      return errorResult(
+        `No replacement was performed. Multiple occurrences of old_str \`${echo(oldStr)}\` in lines [${found.lines.join(', ')}${more}]. Please ensure it is unique.`,
+      );
+    }
+    const at = found.firstAt;
+    const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
+    const failed = await writeEdited(episode, loaded, updated);
+    if (failed) return failed;
+    const firstLine = found.lines[0]!;
+    const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
+    const { lines } = splitLines(updated);
+    return clip(
+      `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine, episode.limits)}\n${REVIEW}`,
+      episode.limits,
     );
-  }
-  const at = found.firstAt;
-  const updated = loaded.text.slice(0, at) + newStr + loaded.text.slice(at + oldStr.length);
-  try {
-    await writeExisting(loaded.absolute, updated);
-  } catch (error) {
-    return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-  }
-  const firstLine = found.lines[0]!;
-  const lastLine = firstLine + Math.max(0, newStr.split('\n').length - 1);
-  const { lines } = splitLines(updated);
-  return clip(
-    `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of ${shown}:\n${snippetAround(lines, firstLine, lastLine)}\n${REVIEW}`,
-  );
+  });
 }
 
-async function insert(root: string, args: EditorArgs): Promise<ToolResult> {
+async function insert(episode: Episode, args: EditorArgs): Promise<ToolResult> {
   if (args.insert_line === undefined) return errorResult('insert needs insert_line (the line after which new_str goes; 0 for the top)');
   if (args.new_str === undefined) return errorResult('insert needs new_str (the text to insert)');
-  const loaded = await loadTextFile(root, args.path, true);
-  if (!loaded.ok) return loaded.result;
-  const shown = displayPath(loaded.relative);
-  const { lines, trailingNewline } = splitLines(loaded.text);
-  if (args.insert_line > lines.length) {
-    return errorResult(`invalid insert_line ${args.insert_line}: it must be between 0 and ${lines.length} (the file's line count)`);
-  }
-  const inserted = splitLines(args.new_str.endsWith('\n') ? args.new_str : `${args.new_str}\n`).lines;
-  const updatedLines = [...lines.slice(0, args.insert_line), ...inserted, ...lines.slice(args.insert_line)];
-  // A file that ended without a newline keeps that unless the insertion became its new last line.
-  const endsWithNewline = trailingNewline || lines.length === 0 || args.insert_line === lines.length;
-  try {
-    await writeExisting(loaded.absolute, joinLines(updatedLines, endsWithNewline));
-  } catch (error) {
-    return errorResult(`cannot write ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-  }
-  return clip(
-    `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of the edited file:\n` +
-      `${snippetAround(updatedLines, args.insert_line + 1, args.insert_line + inserted.length)}\n${REVIEW}`,
-  );
+  const newStr = args.new_str;
+  const insertLine = args.insert_line;
+  const oversized = oversizedString(episode, 'new_str', newStr);
+  if (oversized) return oversized;
+  const key = await lockKey(episode, args.path, 'existing-file');
+  if (typeof key !== 'string') return key;
+  return withKeyedLock(key, async () => {
+    const loaded = await loadTextFile(episode, args.path, true);
+    if (!loaded.ok) return loaded.result;
+    const shown = displayPath(loaded.relative);
+    const { lines, trailingNewline } = splitLines(loaded.text);
+    if (insertLine > lines.length) {
+      return errorResult(`invalid insert_line ${insertLine}: it must be between 0 and ${lines.length} (the file's line count)`);
+    }
+    const inserted = splitLines(newStr.endsWith('\n') ? newStr : `${newStr}\n`).lines;
+    const updatedLines = [...lines.slice(0, insertLine), ...inserted, ...lines.slice(insertLine)];
+    // A file that ended without a newline keeps that unless the insertion became its new last line.
+    const endsWithNewline = trailingNewline || lines.length === 0 || insertLine === lines.length;
+    const failed = await writeEdited(episode, loaded, joinLines(updatedLines, endsWithNewline));
+    if (failed) return failed;
+    return clip(
+      `The file ${shown} has been edited. Here's the result of running \`cat -n\` on a snippet of the edited file:\n` +
+        `${snippetAround(updatedLines, insertLine + 1, insertLine + inserted.length, episode.limits)}\n${REVIEW}`,
+      episode.limits,
+    );
+  });
 }
 
-async function create(rootPath: string, args: EditorArgs): Promise<ToolResult> {
+async function create(episode: Episode, args: EditorArgs): Promise<ToolResult> {
   if (args.file_text === undefined) return errorResult('create needs file_text (the content of the new file)');
-  const target = await guardWritePath(rootPath, args.path, false);
-  if (!target.ok) return target.result;
-  const shown = displayPath(target.relative);
-  try {
-    // Every existing component was checked above (a real directory, no link, no .git); the rest is made here.
-    await fs.mkdir(path.dirname(target.absolute), { recursive: true });
-    // 'wx' = O_CREAT|O_EXCL: fails on anything already there, a dangling symlink included.
-    await fs.writeFile(target.absolute, args.file_text, { flag: 'wx' });
-  } catch (error) {
-    return errorResult(`cannot create ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  const text = args.file_text;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > episode.limits.maxFileBytes) {
+    return tooLarge('file_text', bytes, episode.limits.maxFileBytes, 'the editor never creates a file it could not view');
   }
-  return { status: 'ok', output: `File created successfully at: ${shown}` };
+  const key = await lockKey(episode, args.path, 'new-file');
+  if (typeof key !== 'string') return key;
+  const writer = await writerOf(episode);
+  if (!writer.ok) return writer.result;
+  // Reserved before the write, so many concurrent creates cannot all pass the check and overshoot the cap.
+  if (episode.created >= episode.limits.maxCreatedFilesPerEpisode) {
+    return errorResult(
+      `refused: this episode already created ${episode.created} files, the editor's limit (${episode.limits.maxCreatedFilesPerEpisode}); edit existing files instead`,
+    );
+  }
+  episode.created += 1;
+  const result = await withKeyedLock(key, async (): Promise<ToolResult> => {
+    const target = await guardWritePath(episode.root, args.path, 'new-file');
+    if (!target.ok) {
+      if (target.reason === 'exists') {
+        return errorResult(`File already exists at: ${displayPath(args.path)}. Cannot overwrite files using command \`create\`.`);
+      }
+      return errorResult(target.message);
+    }
+    const written = await writer.writer.create(target.root, target.relative, text);
+    if (!written.ok) return errorResult(written.message);
+    // A directory flipped into a link during the write sends it into the sandbox's own throw-away view; the
+    // model is told the truth rather than "created" for a file that is not in the worktree.
+    const arrived = await guardWritePath(episode.root, args.path, 'existing-file');
+    if (!arrived.ok) {
+      return errorResult(`cannot create ${displayPath(target.relative)}: the file is not there after the write (${arrived.message})`);
+    }
+    return { status: 'ok', output: `File created successfully at: ${displayPath(target.relative)}` };
+  });
+  if (result.status === 'error') episode.created -= 1;
+  return result;
 }
 
-/**
- * Runs one `str_replace_editor` call inside the worktree `root`. `rawArgs`: the JSON string of an OpenAI tool
- * call or an object; keys whose value is null count as absent.
- */
-export async function runEditor(root: string, rawArgs: unknown): Promise<ToolResult> {
+function parseArgs(rawArgs: unknown): { ok: true; args: EditorArgs } | { ok: false; result: ToolResult } {
   let args: unknown = rawArgs;
   if (typeof rawArgs === 'string') {
     try {
       args = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
     } catch (error) {
-      return errorResult(`arguments for str_replace_editor are not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      return {
+        ok: false,
+        result: errorResult(
+          `arguments for str_replace_editor are not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      };
     }
   }
   if (args === null || typeof args !== 'object' || Array.isArray(args))
-    return errorResult('arguments for str_replace_editor must be a JSON object');
+    return { ok: false, result: errorResult('arguments for str_replace_editor must be a JSON object') };
   const withoutNulls = Object.fromEntries(Object.entries(args as Record<string, unknown>).filter(([, v]) => v !== null));
   const parsed = EditorArgsSchema.safeParse(withoutNulls);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.length ? i.path.join('.') : 'arguments'}: ${i.message}`);
-    return errorResult(`invalid arguments for str_replace_editor: ${issues.join('; ')}`);
+    return { ok: false, result: errorResult(`invalid arguments for str_replace_editor: ${issues.join('; ')}`) };
   }
-  try {
-    switch (parsed.data.command) {
-      case 'view':
-        return await view(root, parsed.data);
-      case 'str_replace':
-        return await strReplace(root, parsed.data);
-      case 'insert':
-        return await insert(root, parsed.data);
-      case 'create':
-        return await create(root, parsed.data);
-    }
-  } catch (error) {
-    return errorResult(`str_replace_editor failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return { ok: true, args: parsed.data };
+}
+
+/**
+ * The editor of one episode in the worktree `root`. `run` takes the JSON string of an OpenAI tool call or an
+ * object; keys whose value is null count as absent.
+ */
+export function createEditor(root: string, options: EditorOptions = {}): Editor {
+  const episode: Episode = {
+    root,
+    limits: { ...EDITOR_LIMITS, ...options.limits },
+    isolation: options.isolation ?? 'namespace',
+    writer: undefined,
+    created: 0,
+  };
+  return {
+    createdFiles: () => episode.created,
+    async run(rawArgs: unknown): Promise<ToolResult> {
+      const parsed = parseArgs(rawArgs);
+      if (!parsed.ok) return parsed.result;
+      try {
+        switch (parsed.args.command) {
+          case 'view':
+            return await view(episode, parsed.args);
+          case 'str_replace':
+            return await strReplace(episode, parsed.args);
+          case 'insert':
+            return await insert(episode, parsed.args);
+          case 'create':
+            return await create(episode, parsed.args);
+        }
+      } catch (error) {
+        return errorResult(`str_replace_editor failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    },
+  };
+}
+
+/** One call in an episode of its own (no created-file count carries over): for tools and tests that edit once. */
+export function runEditor(root: string, rawArgs: unknown, options: EditorOptions = {}): Promise<ToolResult> {
+  return createEditor(root, options).run(rawArgs);
 }

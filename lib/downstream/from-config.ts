@@ -18,6 +18,8 @@ export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent 
       ...(config.maxTokensPerCall === undefined ? {} : { maxTokensPerCall: config.maxTokensPerCall }),
       retry: { maxAttempts: config.maxAttempts, timeoutMs: config.callTimeoutMs },
       sandbox: { isolation: config.sandbox?.isolation ?? 'namespace' },
+      // The editor's writes run in the same sandbox as the terminal's programs, under the same switch.
+      editor: { isolation: config.sandbox?.isolation ?? 'namespace' },
     });
   }
   return createOpenHandsAdapter({

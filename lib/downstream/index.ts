@@ -3,7 +3,7 @@ export { createBuiltinAgent, type BuiltinAgentOptions } from './builtin-agent';
 export { builtinAgentTools } from './builtin-tools';
 export { BUILTIN_SYSTEM_PROMPT, builtinUserPrompt } from './builtin-prompts';
 export { compileCommand, splitCommandLine, CommandTemplateError, type CommandTemplate, type CompiledCommand } from './command-template';
-export { runEditor, EDITOR_LIMITS } from './editor';
+export { createEditor, runEditor, EDITOR_LIMITS, type Editor, type EditorOptions } from './editor';
 export type { Harness } from './harness';
 export { injectCandidateFiles, promptForConfiguration, CANDIDATE_FILES_OPEN, CANDIDATE_FILES_CLOSE, type Injection } from './inject';
 export { createLocalHarness, type LocalHarnessOptions, type TestRunner } from './local-harness';
@@ -15,7 +15,7 @@ export { runDownstreamInstance, type RunDownstreamInstanceOptions, type Downstre
 export { runProcess, type ProcessResult } from './run-process';
 export { gitRunWorktrees, type RunWorktree, type RunWorktreeFactory, type GitRunWorktreeOptions } from './run-worktree';
 export { createSweBenchHarness, SWEBENCH_PLACEHOLDERS, type SweBenchHarness, type SweBenchHarnessOptions } from './swebench-adapter';
-export { workspacePatch } from './workspace-patch';
+export { collectWorkspacePatch, workspacePatch, MAX_PATCH_BYTES, type WorkspacePatch } from './workspace-patch';
 // The stage around the pieces above (activities/downstream-*.ts).
 export { agentFromConfig, harnessFromConfig } from './from-config';
 export { checkoutDirFor, downstreamPaths, fileSafe, lockPathFor, recordPathFor, trajectoryPathFor } from './layout';

@@ -5,7 +5,7 @@ import type { DownstreamAgent, DownstreamAgentResult, DownstreamRunContext } fro
 import { compileCommand, type CommandTemplate } from './command-template';
 import { findOutputRecord, summarizeOpenHandsOutput } from './openhands-output';
 import { describeExit, runProcess, tail } from './run-process';
-import { workspacePatch } from './workspace-patch';
+import { collectWorkspacePatch } from './workspace-patch';
 
 /**
  * OpenHands (CodeGrep §4.1's downstream agent) run as an outside command, one instance per call. The
@@ -105,9 +105,10 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
       const how = `OpenHands ${describeExit(result, options.timeoutMs)}`;
       const stderrTail = tail(result.stderr.trim() || result.stdout.trim(), 2000);
       if (!record) {
-        const patch = await workspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal);
+        const { patch, dropped } = await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {});
         return {
           patch,
+          patchDropped: dropped,
           rounds: 0,
           inputTokens: 0,
           outputTokens: 0,
@@ -118,7 +119,11 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
       }
 
       const summary = summarizeOpenHandsOutput(record);
-      const patch = summary.gitPatch ?? (await workspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal));
+      const collected =
+        summary.gitPatch === null
+          ? await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {})
+          : null;
+      const patch = summary.gitPatch ?? collected!.patch;
       let endReason: DownstreamEndReason;
       let error: string | undefined;
       if (result.timedOut) {
@@ -138,6 +143,7 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
       else endReason = 'stopped';
       return {
         patch,
+        ...(collected ? { patchDropped: collected.dropped } : {}),
         rounds: summary.rounds,
         inputTokens: summary.inputTokens,
         outputTokens: summary.outputTokens,

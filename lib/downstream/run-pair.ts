@@ -93,6 +93,7 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
         }
       : null,
     patch: result?.agent?.patch ?? '',
+    patchDropped: result?.agent?.patchDropped ?? [],
     actions: actionsOf(trajectory),
     harness: result?.harness
       ? {

@@ -79,3 +79,29 @@ export function sandboxMemoryBudgetBytes(
   }
   return Math.floor(totalBytes * fraction);
 }
+
+/**
+ * The downstream agent's file editor (lib/downstream/editor.ts). Project choices: a SWE-bench fix touches a
+ * few files of a few KiB (CodeGrep §4.1), so these bounds are far above any honest edit and far below what
+ * fills a disk, a patch or a context window.
+ */
+export const EDITOR_LIMITS = {
+  /**
+   * Largest file `view` loads, and largest file any write may leave behind (create, str_replace, insert),
+   * so the agent can never make a file it cannot view.
+   */
+  maxFileBytes: 4 * 1024 * 1024,
+  /** Longest `old_str` / `new_str` (UTF-8 bytes): a replacement is a focused edit, not a file upload. */
+  maxEditStringBytes: 256 * 1024,
+  /** Most files one episode may `create` (the count is reserved before the write, so concurrent calls cannot overshoot). */
+  maxCreatedFilesPerEpisode: 500,
+  /** Longest observation; beyond it the output is clipped with a note on how to see the rest. */
+  maxOutputChars: 16_000,
+  /** Lines shown above and below an edit. */
+  snippetContextLines: 4,
+  /** Entries listed by a directory view. */
+  maxDirectoryEntries: 400,
+  /** Wall-clock limit of one sandboxed write (bwrap + the writing program). */
+  writeTimeoutMs: 10_000,
+} as const;
+export type EditorLimits = { -readonly [K in keyof typeof EDITOR_LIMITS]: number };

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SANDBOX_LIMITS } from './limits';
+import { displayPath } from './tool-result';
 
 export type PathKind = 'file' | 'directory' | 'other';
 
@@ -215,4 +216,137 @@ export async function guardPath(rootPath: string, userPath: string, options: Gua
 /** A relative path made safe to pass as a program operand: never starts with '-' (so it can never be a flag). */
 export function asOperand(relative: string): string {
   return relative.startsWith('-') ? `./${relative}` : relative;
+}
+
+/**
+ * Code points HFS+ ignores when it compares names, so `.g\u200Cit` is the same directory as `.git` there.
+ * git's utf8.c `next_hfs_char` skips exactly these (zero-width joiners, direction marks and overrides, the
+ * deprecated shaping controls, the BOM).
+ */
+const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+
+/**
+ * True for a path component that git's `verify_path` refuses as its control directory on some filesystem
+ * (git's read-cache.c `verify_dotfile`, path.c `is_ntfs_dotgit`, utf8.c `is_hfs_dotgit`), so a file under it
+ * can never be added, diffed or checked out:
+ * - `.git` in any letter case (`verify_dotfile`);
+ * - NTFS: `.git` or its 8.3 short name `git~1`, followed only by dots and spaces (Windows drops those), or
+ *   by an alternate data stream (`.git::$INDEX_ALLOCATION`, `.git:x`);
+ * - HFS+: any of the above with the code points HFS+ ignores mixed in (`.G\u200DIT`).
+ */
+export function isGitRefusedComponent(name: string): boolean {
+  const folded = name.replace(HFS_IGNORABLE, '').toLowerCase();
+  const rest = folded.startsWith('.git') ? folded.slice(4) : folded.startsWith('git~1') ? folded.slice(5) : null;
+  if (rest === null) return false;
+  const stream = rest.indexOf(':');
+  return /^[. ]*$/.test(stream === -1 ? rest : rest.slice(0, stream));
+}
+
+/** The first character git or the sandbox never accepts in a written path (NUL, and `\`, a separator on NTFS), or null. */
+function forbiddenPathCharacter(userPath: string): string | null {
+  if (userPath.includes('\0')) return 'a NUL byte';
+  if (userPath.includes('\\')) return 'a backslash (\\)';
+  return null;
+}
+
+export type WriteExpectation = 'existing-file' | 'new-file';
+
+export type WriteTarget =
+  | {
+      ok: true;
+      /** The canonical root. */
+      root: string;
+      /** The target's absolute path under the canonical root (never resolved through a link: none is on the way). */
+      absolute: string;
+      /** The same, relative to the root. */
+      relative: string;
+      /** The deepest existing directory on the way (the root, or a directory under it); the rest is to be made. */
+      existingParent: string;
+      /** For an existing file: its permission bits and size. */
+      mode: number;
+      size: number;
+    }
+  | {
+      ok: false;
+      /** `exists`: a `new-file` target is already there; `missing`: an `existing-file` target is not. */
+      reason: 'exists' | 'missing' | 'refused';
+      message: string;
+    };
+
+/**
+ * Where a write to `userPath` would land, checked component by component before anything is written. The
+ * write-side twin of guardPath, for a path that may not exist yet:
+ * - no NUL or backslash; the path (absolute only when under the root) stays inside the root lexically;
+ * - no component is a name git refuses (isGitRefusedComponent): not the root's `.git`, not a nested one,
+ *   not `.git ` or `git~1`, so no write can make a repository, a config with core.fsmonitor or a hook, and
+ *   nothing is written that git would refuse to put in a patch;
+ * - every existing component is checked with lstat and none may be a symlink, wherever it points (at
+ *   `.git`, outside, or inside), so what is written is exactly the path that was checked; an existing
+ *   intermediate component must be a directory; the missing rest (a not-yet-existing leaf and parents) is
+ *   allowed;
+ * - `existing-file`: the target is a regular file with no other hard link (git never makes hard links in a
+ *   checkout, so a second link can only point at data outside this path's control); `new-file`: nothing
+ *   (not even a dangling link) is there.
+ * This is a check at one moment: a concurrent outside process can still change the tree afterwards, which
+ * is why the editor does the write itself inside the namespace (lib/sandbox/namespace.ts). Never throws.
+ */
+export async function guardWritePath(rootPath: string, userPath: string, expect: WriteExpectation): Promise<WriteTarget> {
+  const refuse = (message: string, reason: 'exists' | 'missing' | 'refused' = 'refused'): WriteTarget => ({ ok: false, reason, message });
+  if (typeof userPath !== 'string' || userPath.trim() === '') return refuse('path must name a file');
+  const bad = forbiddenPathCharacter(userPath);
+  if (bad) return refuse(`path ${show(userPath)} contains ${bad}; refused`);
+  if (userPath.length > SANDBOX_LIMITS.maxPathChars)
+    return refuse(`path is longer than ${SANDBOX_LIMITS.maxPathChars} characters; refused`);
+  const root = await canonicalRoot(rootPath);
+  if (!root.ok) return refuse(root.message);
+  let lexical: string;
+  if (path.isAbsolute(userPath)) {
+    const normalized = path.normalize(userPath);
+    const givenRoot = path.resolve(rootPath);
+    if (isInside(root.root, normalized)) lexical = normalized;
+    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
+    else return refuse(`path ${show(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
+  } else {
+    lexical = path.resolve(root.root, userPath);
+    if (!isInside(root.root, lexical)) return refuse(`path ${show(userPath)} leaves the repository root; refused`);
+  }
+  if (lexical === root.root) return refuse('the path must name a file, not the repository root');
+  const relative = path.relative(root.root, lexical);
+  const components = relative.split(path.sep);
+  const gitName = components.find(isGitRefusedComponent);
+  if (gitName !== undefined) {
+    return refuse(
+      `path ${show(userPath)} is inside .git; refused (${show(gitName)} is a name git treats as its control directory; git's control data is never edited, and git cannot take such a path into a patch)`,
+    );
+  }
+  let current = root.root;
+  for (let k = 0; k < components.length; k++) {
+    const parent = current;
+    current = path.join(current, components[k]!);
+    const shown = components.slice(0, k + 1).join('/');
+    const last = k === components.length - 1;
+    let stat;
+    try {
+      stat = await fs.lstat(current);
+    } catch (error) {
+      const code = errorCode(error);
+      if (code !== 'ENOENT') return refuse(`cannot inspect ${show(shown)} (${code})`);
+      if (expect === 'existing-file') return refuse(`no such file or directory: ${show(userPath)}`, 'missing');
+      return { ok: true, root: root.root, absolute: lexical, relative, existingParent: parent, mode: 0o644, size: 0 };
+    }
+    if (stat.isSymbolicLink()) {
+      return refuse(
+        `${displayPath(shown)} is a symlink; the editor never writes through symlinks (edit the file it stands for by its own path)`,
+      );
+    }
+    if (!last && !stat.isDirectory()) return refuse(`${displayPath(shown)} is not a directory`);
+    if (last) {
+      if (expect === 'new-file') return refuse(`${displayPath(relative)} already exists`, 'exists');
+      if (stat.isDirectory()) return refuse(`${displayPath(relative)} is a directory; only files can be edited`);
+      if (!stat.isFile()) return refuse(`${displayPath(relative)} is not a regular file`);
+      if (stat.nlink > 1) return refuse(`${displayPath(relative)} has other hard links; refused (editing it would change files elsewhere)`);
+      return { ok: true, root: root.root, absolute: lexical, relative, existingParent: parent, mode: stat.mode & 0o7777, size: stat.size };
+    }
+  }
+  return refuse(`path ${show(userPath)} cannot be resolved`);
 }

@@ -1,3 +1,5 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startProcessGroup } from '../process';
 import { WorktreeError } from './errors';
@@ -28,6 +30,13 @@ export interface GitOptions {
    * Needs `cwd` (the checkout or bare repository the command is about).
    */
   hardened?: boolean;
+  /**
+   * Variables set on top of the (hardened) environment, e.g. GIT_DIR / GIT_WORK_TREE of a private git dir
+   * (privateGitDir). Only variables the caller names; nothing is inherited through them.
+   */
+  env?: Record<string, string>;
+  /** Receives stdout as it comes instead of buffering it (no output cap then; `GitRun.stdout` is ''). */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 const OUTPUT_CAP_BYTES = 64 * 1024 * 1024;
@@ -137,10 +146,12 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitRun> {
     let errBytes = 0;
     const group = startProcessGroup('git', opts.hardened ? hardenedGitArgs(args) : args, {
       cwd: opts.cwd,
-      env: opts.hardened ? hardenedGitEnv(opts.cwd!) : gitEnv(),
-      stdout: (b) => {
-        if ((outBytes += b.length) <= OUTPUT_CAP_BYTES) out.push(b);
-      },
+      env: { ...(opts.hardened ? hardenedGitEnv(opts.cwd!) : gitEnv()), ...opts.env },
+      stdout:
+        opts.onStdout ??
+        ((b) => {
+          if ((outBytes += b.length) <= OUTPUT_CAP_BYTES) out.push(b);
+        }),
       stderr: (b) => {
         if ((errBytes += b.length) <= OUTPUT_CAP_BYTES) err.push(b);
       },
@@ -205,4 +216,72 @@ export function lastLines(text: string, n = 4): string {
     .split('\n')
     .filter((l) => l.trim() !== '');
   return lines.slice(-n).join(' | ') || '(no output)';
+}
+
+/**
+ * `$GIT_DIR/info/attributes` of a private git dir: the highest-precedence attribute file, so this line wins
+ * over every `.gitattributes` an agent wrote (git help attributes, "precedence"). It resets each attribute
+ * that makes git change bytes or run a program while adding or diffing: `text`/`eol`/`crlf` (line-ending
+ * conversion), `working-tree-encoding` (re-encoding, which throws on a file that is not in that encoding),
+ * `filter` (clean/smudge programs), `diff` (textconv and external drivers; `!diff` leaves git's own
+ * binary detection), `merge`, `ident`. An agent's macro (`[attr]x filter=y`) expands into attributes this
+ * line has already decided, so it changes nothing either.
+ */
+export const NEUTRAL_ATTRIBUTES = '* -text !eol !crlf !working-tree-encoding !filter !diff !merge -ident\n';
+
+export interface PrivateGitDir {
+  /** GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and GIT_ATTR_NOSYSTEM for `runGit`'s `env` (with `hardened: true`). */
+  env: Record<string, string>;
+  /**
+   * The private index started as a copy of the checkout's own (timestamps kept, so git's racy-entry check
+   * still works): unchanged files are not re-read, and stay exactly as the checkout wrote them. False when
+   * the checkout had no index; the caller then fills it from the base commit (`git read-tree`).
+   */
+  seededIndex: boolean;
+  dispose(): Promise<void>;
+}
+
+/**
+ * A throw-away git dir for reading an agent-written checkout: its own index (so the checkout's real index and
+ * the shared bare clone are never written), its own objects (the repository's reached read-only through
+ * alternates), NEUTRAL_ATTRIBUTES as its info/attributes, and none of the repository's config. Every git
+ * call on the checkout's files then runs with hardenedGitEnv + HARDENED_GIT_CONFIG, and this dir's env.
+ * The checkout's own git dir is only asked where its objects and index live.
+ */
+export async function privateGitDir(checkout: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<PrivateGitDir> {
+  const local = { cwd: checkout, timeoutMs: opts.timeoutMs, hardened: true, ...(opts.signal ? { signal: opts.signal } : {}) };
+  const [commonDir = '', checkoutIndex = ''] = (
+    await git(['rev-parse', '--path-format=absolute', '--git-common-dir', '--git-path', 'index'], local)
+  )
+    .trim()
+    .split('\n');
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'codegrep-gitdir-'));
+  const index = path.join(dir, 'index');
+  let seededIndex = false;
+  try {
+    await git(['init', '--quiet', '--bare', '--template=', dir], { ...local, cwd: dir });
+    await fs.writeFile(path.join(dir, 'objects', 'info', 'alternates'), `${path.join(commonDir, 'objects')}\n`);
+    await fs.mkdir(path.join(dir, 'info'), { recursive: true });
+    await fs.writeFile(path.join(dir, 'info', 'attributes'), NEUTRAL_ATTRIBUTES);
+    try {
+      await fs.cp(checkoutIndex, index, { preserveTimestamps: true });
+      seededIndex = true;
+    } catch {
+      // No index yet (or unreadable): the caller starts from the base commit's tree.
+    }
+  } catch (error) {
+    await fs.rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    env: {
+      GIT_DIR: dir,
+      GIT_WORK_TREE: path.resolve(checkout),
+      GIT_INDEX_FILE: index,
+      // No /etc/gitattributes: a machine-wide attribute cannot name a filter or an encoding for agent files.
+      GIT_ATTR_NOSYSTEM: '1',
+    },
+    seededIndex,
+    dispose: () => fs.rm(dir, { recursive: true, force: true }),
+  };
 }

@@ -17,6 +17,16 @@ export const DownstreamActionSchema = z.object({
 });
 export type DownstreamAction = z.infer<typeof DownstreamActionSchema>;
 
+/** A file the agent changed that is not in the recorded patch, and why (lib/downstream/workspace-patch.ts). */
+export const PatchDroppedFileSchema = z.object({
+  /** Relative to the checkout's root. */
+  path: z.string(),
+  /** Its share of the patch (over the cap), or its size on disk (a name git refuses). */
+  bytes: z.number().int().nonnegative(),
+  reason: z.enum(['patch-size-cap', 'name-git-refuses']),
+});
+export type PatchDroppedFile = z.infer<typeof PatchDroppedFileSchema>;
+
 export const DownstreamRunRecordSchema = z.object({
   row: DownstreamRunRowSchema,
   runHash: z.string(),
@@ -29,6 +39,8 @@ export const DownstreamRunRecordSchema = z.object({
     })
     .nullable(),
   patch: z.string(),
+  /** The agent's changes left out of `patch` (absent in records written before the cap existed). */
+  patchDropped: z.array(PatchDroppedFileSchema).default([]),
   actions: z.array(DownstreamActionSchema),
   harness: z
     .object({
