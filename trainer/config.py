@@ -22,11 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-try:
-    import jsonschema
-except ImportError:  # an environment set up before trainer/requirements.txt listed it
-    jsonschema = None
-
+from .json_schema import check_schema_keywords, first_violation
 from .recipes import resolve_recipe
 
 # The config's contract with the training activity, generated from the TypeScript side's zod schema
@@ -278,21 +274,23 @@ def _check_ranges(c: TrainConfig) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _schema_validator():
+def _schema() -> dict:
     with open(SCHEMA_PATH, encoding="utf-8") as f:
-        return jsonschema.Draft202012Validator(json.load(f))
+        schema = json.load(f)
+    check_schema_keywords(schema)  # a keyword trainer/json_schema.py lacks fails here, not silently
+    return schema
 
 
 def _check_schema(raw: dict) -> None:
     """Check the config as given against trainer/config.schema.json. It runs after
     this file's own checks, whose messages say more; what it adds is the shared
-    contract (a key or type the TypeScript side would never write)."""
-    if jsonschema is None:
-        raise ConfigError("the jsonschema package is missing: run scripts/setup-python.sh (trainer/requirements.txt lists it)")
-    error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(raw))
-    if error is not None:
-        key = ".".join(str(part) for part in error.absolute_path) or "<root>"
-        _fail(key, f"{error.message} (trainer/config.schema.json)")
+    contract (a key or type the TypeScript side would never write). The check is
+    trainer/json_schema.py's, not the jsonschema package's: the bare GPU image
+    has only torch, transformers, peft and accelerate (trainer/README.md)."""
+    violation = first_violation(raw, _schema())
+    if violation is not None:
+        key = ".".join(str(part) for part in violation.path) or "<root>"
+        _fail(key, f"{violation.message} (trainer/config.schema.json)")
 
 
 def parse_config(raw: Any) -> TrainConfig:
