@@ -160,6 +160,50 @@ def reduce_update_stats(ranks: Ranks, stats: dict) -> dict:
 
 
 @dataclass
+class RankGroup:
+    """A set of consecutive ranks that act together (a vLLM tensor-parallel
+    group, generate_vllm.py), with the two collectives the rollout needs."""
+    members: tuple
+    index: int          # this rank's position in `members`
+    handle: object = None  # the torch ProcessGroup; None for a group of one
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def gather(self, obj) -> list:
+        if self.size == 1:
+            return [obj]
+        out = [None] * self.size
+        dist.all_gather_object(out, obj, group=self.handle)
+        return out
+
+    def any(self, flags: tuple) -> tuple:
+        """Each flag true on every member when it is true on any."""
+        if self.size == 1:
+            return tuple(bool(f) for f in flags)
+        return tuple(any(column) for column in zip(*self.gather(tuple(bool(f) for f in flags))))
+
+
+def tensor_parallel_group(ranks: Ranks, size: int) -> RankGroup:
+    """This rank's group of `size` consecutive ranks: vLLM's layout under
+    external_launcher (vllm/distributed/parallel_state.py initialize_model_parallel
+    puts tensor parallelism on the innermost, consecutive ranks). Every rank
+    creates every group, in the same order, as torch.distributed.new_group requires."""
+    if size <= 1 or not ranks.enabled:
+        return RankGroup((ranks.rank,), 0)
+    if ranks.world_size % size:
+        raise ValueError(f"vllm.tensor_parallel_size {size} does not divide the {ranks.world_size} processes")
+    mine = None
+    for start in range(0, ranks.world_size, size):
+        members = tuple(range(start, start + size))
+        handle = dist.new_group(list(members))
+        if ranks.rank in members:
+            mine = RankGroup(members, members.index(ranks.rank), handle)
+    return mine
+
+
+@dataclass
 class RolloutSummary:
     """What the other ranks need of a rollout: its episode (without the
     prompt), its outcome and its lengths."""

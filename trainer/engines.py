@@ -34,12 +34,17 @@ def choose_engine(requested: str, device_type: str, available=vllm_available) ->
     return "vllm", f"auto: CUDA device and vLLM {detail}"
 
 
-def make_generator(cfg, model, tokenizer, stops: list, device, sampling, world_size: int = 1):
-    """(generator, reason) for this run."""
+def make_generator(cfg, model, tokenizer, stops: list, device, sampling, world_size: int = 1, ranks=None):
+    """(generator, reason) for this run; `ranks` (distributed.Ranks) under torchrun."""
     name, reason = choose_engine(cfg.generator, device.type)
     if name == "vllm":
+        from .distributed import Ranks, tensor_parallel_group
+
+        ranks = ranks or Ranks(world_size=1)
+        group = tensor_parallel_group(ranks, cfg.vllm.tensor_parallel_size)
         return VllmGenerator(cfg.model_path, model, cfg.lora.r, stops, sampling, cfg.max_seq_len, cfg.seed,
-                             cfg.vllm, os.path.join(cfg.output_dir, "vllm-adapters"), world_size), reason
+                             cfg.vllm, os.path.join(cfg.output_dir, "vllm-adapters"), ranks.world_size,
+                             rank=ranks.rank, group=group), reason
     budget = getattr(cfg, "hf_generation_tokens", None)
     generator = HFGenerator(model, tokenizer.pad_token_id, stops, sampling, device, token_budget=budget)
     if generator.token_budget < cfg.max_seq_len:

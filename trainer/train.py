@@ -245,7 +245,8 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
     distributed.broadcast_parameters(ranks, params)  # identical adapters on every rank, fresh or resumed
     total, trainable = count_parameters(model)
     generator, generator_reason = make_generator(cfg, model, tokenizer, stops, device,
-                                                 Sampling(cfg.temperature, cfg.top_p, cfg.top_k), ranks.world_size)
+                                                 Sampling(cfg.temperature, cfg.top_p, cfg.top_k), ranks.world_size,
+                                                 ranks=ranks)
     ignored = getattr(generator, "ignored_generation_config", None) or {}
     if ignored:
         log(f"ignoring the model's generation_config settings {ignored}: only the config's sampling applies")
