@@ -143,19 +143,24 @@ def average_gradients(ranks: Ranks, params: list) -> None:
 
 
 def reduce_update_stats(ranks: Ranks, stats: dict) -> dict:
-    """The update's stats over all ranks: token counts summed, every other number
-    averaged over the ranks that have it (a None, e.g. no KL, is left out)."""
+    """The update's stats over all ranks. Ratios (clip ratio, KL per token,
+    sampler log-prob difference, IS weight) are recomputed from the ranks'
+    summed numerators and counts, so each rank weighs by its tokens (or
+    sequences), not equally; token counts are summed; the loss, whose per-rank
+    terms are already scaled to the global mini-batch (update.py), and the
+    grad norm and lr, equal on all ranks after the all-reduce, are averaged."""
     if not ranks.enabled:
         return stats
+    from .update import ratio_stats
+
     everyone = gather(ranks, stats)
     out = dict(stats)
-    for key, _value in stats.items():
-        values = [s.get(key) for s in everyone]
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if key.endswith("_tokens") and len(numbers) == len(values):
-            out[key] = sum(numbers)
-        elif numbers and all(v is None or isinstance(v, (int, float)) for v in values):
-            out[key] = sum(numbers) / len(numbers)
+    totals = {k: sum(s["totals"][k] for s in everyone) for k in stats["totals"]}
+    out["totals"] = totals
+    out.update(ratio_stats(totals))
+    for key in ("loss", "grad_norm"):
+        out[key] = sum(s[key] for s in everyone) / len(everyone)
+    out["train_tokens"] = sum(s["train_tokens"] for s in everyone)
     return out
 
 

@@ -128,14 +128,15 @@ def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_un
     key = (lambda r: id(r)) if everyone is rollouts else (lambda r: r.episode.episode_id)
     mine = {key(r): r for r in rollouts}
     ordered, items = [], []
-    for g, adv in zip((g for members in groups for g in members), advantages):
+    for position, (g, adv) in enumerate(zip((g for members in groups for g in members), advantages)):
         r = mine.get(key(g))
         if r is None:
             continue  # another process's rollout
         ordered.append(r)
         items.append(TrainItem(ids=r.sequence.ids, mask=r.sequence.mask, advantage=adv,
                                weight=0.0 if is_masked(r, mask_unanswered) else 1.0,
-                               sampler_logprobs=getattr(r.sequence, "sampler_logprobs", None)))
+                               sampler_logprobs=getattr(r.sequence, "sampler_logprobs", None),
+                               global_index=position))
     return ordered, items
 
 
@@ -312,7 +313,9 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
                                mini_batches=cfg.mini_batches_per_step, max_grad_norm=cfg.max_grad_norm,
                                track_kl=cfg.track_kl, temperature=cfg.temperature,
                                importance_sampling_cap=cfg.importance_sampling_cap,
-                               before_step=lambda ps: distributed.average_gradients(ranks, ps))
+                               before_step=lambda ps: distributed.average_gradients(ranks, ps),
+                               global_index=[it.global_index for it in items], global_count=len(everyone),
+                               gradient_ranks=ranks.world_size)
         update = distributed.reduce_update_stats(ranks, update)
         updated = time.perf_counter()
         step, position = step + 1, next_position
