@@ -83,7 +83,7 @@ def _fsync_tree(path: str) -> None:
 
 
 def save_checkpoint(output_dir: str, step: int, *, model, optimizer, scheduler, rng_state: dict,
-                    data_position: DataPosition, extra_state: dict, keep: int) -> str:
+                    data_position: DataPosition, extra_state: dict, keep: int, extra_files: dict = None) -> str:
     """Write the checkpoint for `step` atomically and prune to the newest `keep`.
 
     `rng_state` is passed in (not captured here) so that a run stopped in the
@@ -98,6 +98,8 @@ def save_checkpoint(output_dir: str, step: int, *, model, optimizer, scheduler, 
     torch.save(optimizer.state_dict(), os.path.join(tmp, "optimizer.pt"))
     torch.save(scheduler.state_dict(), os.path.join(tmp, "scheduler.pt"))
     torch.save(rng_state, os.path.join(tmp, "rng.pt"))
+    for name, value in (extra_files or {}).items():  # e.g. the async pipeline's pending rollouts (pipeline.py)
+        torch.save(value, os.path.join(tmp, name))
     state = dict(extra_state)
     state.update({"step": step, "data_epoch": data_position.epoch, "data_index": data_position.index,
                   "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
@@ -163,6 +165,12 @@ def resolve_resume(output_dir: str, resume: Optional[str]) -> Optional[str]:
     if not os.path.isfile(os.path.join(resume, COMPLETE_MARKER)):
         raise FileNotFoundError(f"--resume {resume!r} is not a complete checkpoint (no {COMPLETE_MARKER} marker)")
     return resume
+
+
+def load_extra_file(checkpoint: str, name: str):
+    """An `extra_files` entry of save_checkpoint, or None when the checkpoint has none."""
+    path = os.path.join(checkpoint, name)
+    return torch.load(path, weights_only=False) if os.path.isfile(path) else None
 
 
 def read_state(checkpoint: str) -> dict:

@@ -38,6 +38,7 @@ ALGORITHMS = ("grpo", "gspo", "dr_grpo")
 GENERATORS = ("auto", "hf", "vllm")
 DTYPES = ("auto", "bfloat16", "float32")
 LR_SCHEDULES = ("cosine", "constant")
+MODES = ("sync", "async")
 
 # The value of a field the recipe preset always fills (lib/recipes/presets.json);
 # never used as such: parse_config applies the preset before building.
@@ -117,6 +118,12 @@ class TrainConfig:
     # Optimizer updates per rollout batch (1 = on-policy, as in the papers'
     # synchronous runs; >1 makes the importance ratio and its clipping matter).
     mini_batches_per_step: int = 1
+    # "sync": each step learns from rollouts of its own weights. "async": CodeScout §3.4
+    # (SkyRL's asynchronous training): a step may learn from rollouts sampled up to
+    # `max_staleness` steps earlier (CodeScout: 4), with pi_old = the sampling policy, so the
+    # importance ratio and the clip act on the stale samples (trainer/pipeline.py).
+    mode: str = "sync"
+    max_staleness: int = 4
     # Truncated importance sampling (Yao et al. 2025, "Your efficient RL
     # framework secretly brings you off-policy RL training"): weight each
     # token's policy-gradient term by min(pi_train_old / pi_sampler, cap) to
@@ -229,6 +236,10 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("max_new_tokens_per_turn", f"must be >= 1, got {c.max_new_tokens_per_turn}")
     if c.top_k < 0:
         _fail("top_k", f"must be >= 0 (0 = off), got {c.top_k}")
+    if c.mode not in MODES:
+        _fail("mode", f"must be one of {', '.join(MODES)}, got {c.mode!r}")
+    if c.max_staleness < 1:
+        _fail("max_staleness", f"must be >= 1, got {c.max_staleness}")
     if c.lr_schedule not in LR_SCHEDULES:
         _fail("lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}, got {c.lr_schedule!r}")
     if c.importance_sampling_cap is not None and not c.importance_sampling_cap >= 1:

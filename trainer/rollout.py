@@ -47,6 +47,7 @@ class Rollout:
     budget_exhausted: bool = False  # a turn was cut, or the budget/context left no room for another
     outcome: Optional[EpisodeOutcome] = None
     assistant_texts: list = field(default_factory=list)
+    policy_version: int = 0         # optimizer steps taken by the weights that sampled it (pipeline.py)
 
 
 def stop_token_ids(tokenizer, model_generation_config=None) -> list:

@@ -114,14 +114,17 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
                   device, micro_batch_tokens: int, mini_batches: int, max_grad_norm: float,
                   track_kl: bool, temperature: float = 1.0, importance_sampling_cap: Optional[float] = None,
                   before_step=None, global_index: Optional[list] = None, global_count: Optional[int] = None,
-                  gradient_ranks: int = 1) -> dict:
+                  gradient_ranks: int = 1, behaviour_old: bool = False) -> dict:
     """Run `mini_batches` optimizer updates over `items`; return the update's stats.
 
     `before_step(params)`, when given, runs after each mini-batch's backward
     passes and before clipping: trainer/distributed.py averages the gradients
     over the `gradient_ranks` ranks there. `global_index[i]` is item i's place
     in the step's rollouts of all ranks (`global_count` of them); by default
-    this process holds them all.
+    this process holds them all. `behaviour_old` (mode: async, pipeline.py):
+    pi_old is the sampling policy's log-prob of each token (the rollouts may
+    be stale), so the ratio and its clip measure the distance from the policy
+    that sampled them.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     lengths = [len(it.ids) for it in items]
@@ -160,6 +163,11 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             sampler, has_sampler = collate_sampler_logprobs(items, rows, device)
             sampled_mask = lmask * has_sampler[:, None]
             totals["mismatch_sum"] += float(((sampler - old).abs() * sampled_mask).sum())
+            if behaviour_old:
+                if float(has_sampler.min()) < 1:
+                    raise RuntimeError("mode: async needs the sampler's log-probs of every rollout (the HF engine "
+                                       "always reports them; vLLM only at temperature 1)")
+                old = torch.where(lmask > 0, sampler, old)
             totals["mismatch_tokens"] += float(sampled_mask.sum())
             is_weights = None
             if importance_sampling_cap is not None:

@@ -80,6 +80,13 @@ export const TrainerConfigSchema = z
     weight_decay: z.number().min(0).optional(),
     max_grad_norm: z.number().optional(),
     mini_batches_per_step: positiveInt.optional(),
+    /**
+     * "async": CodeScout §3.4 (SkyRL's asynchronous training): a step may learn from rollouts sampled up to
+     * `max_staleness` steps earlier (CodeScout: 4), importance-corrected and clipped against the sampling policy
+     * (trainer/pipeline.py). "sync" (the trainer's default): on-policy.
+     */
+    mode: z.enum(['sync', 'async']).optional(),
+    max_staleness: positiveInt.optional(),
     importance_sampling_cap: z.number().nullable().optional(),
     lora: LoraSchema.optional(),
     checkpoint_every: positiveInt.optional(),

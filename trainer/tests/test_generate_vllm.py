@@ -49,7 +49,7 @@ class FakeLLM:
     def generate(self, prompts, sampling_params=None, *, use_tqdm=True, lora_request=None):
         self.calls.append([p["prompt_token_ids"] for p in prompts])
         outputs = []
-        for prompt, params in zip(prompts, sampling_params):
+        for params in sampling_params:
             # Deterministic per seed, as vLLM with a request seed: the same request gives the same tokens.
             tokens = [(params.seed + k) % 50 + 10 for k in range(params.max_tokens - 1)] + [params.stop_token_ids[0]]
             logprobs = [{t: types.SimpleNamespace(logprob=-0.5)} for t in tokens]
