@@ -183,11 +183,30 @@ def load_checkpoint(checkpoint: str, *, model, optimizer, scheduler) -> tuple:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    weights = load_file(os.path.join(checkpoint, "adapter_model.safetensors"))
-    result = set_peft_model_state_dict(model, weights)
-    unexpected = getattr(result, "unexpected_keys", None) or []
-    if unexpected:
-        raise RuntimeError(f"checkpoint {checkpoint}: adapter has keys the model lacks: {unexpected[:5]}")
+    adapter = os.path.join(checkpoint, "adapter_model.safetensors")
+    if os.path.isfile(adapter):
+        if not hasattr(model, "peft_config"):
+            raise RuntimeError(f"checkpoint {checkpoint} holds a LoRA adapter; this run has finetune: full")
+        result = set_peft_model_state_dict(model, load_file(adapter))
+        unexpected = getattr(result, "unexpected_keys", None) or []
+        if unexpected:
+            raise RuntimeError(f"checkpoint {checkpoint}: adapter has keys the model lacks: {unexpected[:5]}")
+    else:
+        # finetune: full (policy.FullFineTune): the whole model, possibly in shards.
+        if hasattr(model, "peft_config"):
+            raise RuntimeError(f"checkpoint {checkpoint} holds a fully fine-tuned model; this run has finetune: lora")
+        weights = {}
+        for name in sorted(os.listdir(checkpoint)):
+            if name.endswith(".safetensors"):
+                weights.update(load_file(os.path.join(checkpoint, name)))
+        if not weights:
+            raise RuntimeError(f"checkpoint {checkpoint} has neither an adapter nor model weights")
+        base = model.get_base_model()
+        result = base.load_state_dict(weights, strict=False)
+        tied = {k for k in result.missing_keys if k.endswith("lm_head.weight")}  # tied to the embeddings
+        if result.unexpected_keys or set(result.missing_keys) - tied:
+            raise RuntimeError(f"checkpoint {checkpoint}: weights do not match the model (missing "
+                               f"{sorted(set(result.missing_keys) - tied)[:5]}, unexpected {result.unexpected_keys[:5]})")
     optimizer.load_state_dict(torch.load(os.path.join(checkpoint, "optimizer.pt"), weights_only=False))
     scheduler.load_state_dict(torch.load(os.path.join(checkpoint, "scheduler.pt"), weights_only=False))
     rng_state = torch.load(os.path.join(checkpoint, "rng.pt"), weights_only=False)

@@ -39,6 +39,7 @@ GENERATORS = ("auto", "hf", "vllm")
 DTYPES = ("auto", "bfloat16", "float32")
 LR_SCHEDULES = ("cosine", "constant")
 MODES = ("sync", "async")
+FINETUNES = ("lora", "full")
 
 # The value of a field the recipe preset always fills (lib/recipes/presets.json);
 # never used as such: parse_config applies the preset before building.
@@ -86,6 +87,12 @@ class TrainConfig:
     seed: int = 0
     # The recipe preset (lib/recipes/presets.json): codegrep-v1/v2/v3 or codescout.
     recipe: str = "codegrep-v3"
+    # A paper's training setup for one model size (presets.json `setups`, e.g. "codescout-4b",
+    # CodeScout §4.1): batch x group, turns, context, mode and fine-tuning; it also picks the recipe.
+    paper_setup: Optional[str] = None
+    # "lora" (CodeGrep App. A.4: rank 32 on all linear layers, base frozen) or "full" (every
+    # weight trained, kept in fp32; CodeScout §4.1 trains its models without LoRA).
+    finetune: str = "lora"
     # --- filled from the recipe preset unless given (see presets.json for the sources)
     algorithm: str = FROM_RECIPE
     max_turns: int = FROM_RECIPE        # the server enforces it; the trainer stops there too
@@ -236,6 +243,12 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("max_new_tokens_per_turn", f"must be >= 1, got {c.max_new_tokens_per_turn}")
     if c.top_k < 0:
         _fail("top_k", f"must be >= 0 (0 = off), got {c.top_k}")
+    if c.finetune not in FINETUNES:
+        _fail("finetune", f"must be one of {', '.join(FINETUNES)}, got {c.finetune!r}")
+    if c.finetune == "full" and (c.kl_beta > 0 or c.track_kl):
+        # The reference policy is the adapter-off network (policy.py); a full fine-tune has no adapter to turn off.
+        _fail("finetune", "full fine-tuning has no frozen reference policy: set kl_beta to 0 and track_kl to false "
+                          "(as CodeScout §3.4 does), or use finetune: lora")
     if c.mode not in MODES:
         _fail("mode", f"must be one of {', '.join(MODES)}, got {c.mode!r}")
     if c.max_staleness < 1:

@@ -15,10 +15,16 @@ from .generate_hf import HFGenerator
 from .generate_vllm import VllmGenerator, vllm_available
 
 
-def choose_engine(requested: str, device_type: str, available=vllm_available) -> tuple:
+def choose_engine(requested: str, device_type: str, available=vllm_available, finetune: str = "lora") -> tuple:
     """(engine name, reason) for the config's `generator` on this device."""
     if requested == "hf":
         return "hf", "generator: hf (configured)"
+    if finetune == "full":
+        # generate_vllm.py hands vLLM a new LoRA adapter per step; pushing a whole model's
+        # weights into the engine each step is not implemented.
+        if requested == "vllm":
+            raise RuntimeError("generator: vllm serves LoRA adapters only; with finetune: full set generator: hf")
+        return "hf", "auto: finetune: full, and the vLLM engine serves LoRA adapters only"
     ok, detail = available()
     if requested == "vllm":
         if not ok:
@@ -36,7 +42,7 @@ def choose_engine(requested: str, device_type: str, available=vllm_available) ->
 
 def make_generator(cfg, model, tokenizer, stops: list, device, sampling, world_size: int = 1, ranks=None):
     """(generator, reason) for this run; `ranks` (distributed.Ranks) under torchrun."""
-    name, reason = choose_engine(cfg.generator, device.type)
+    name, reason = choose_engine(cfg.generator, device.type, finetune=getattr(cfg, "finetune", "lora"))
     if name == "vllm":
         from .distributed import Ranks, tensor_parallel_group
 

@@ -221,7 +221,7 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
     fingerprint = data_fingerprint(instance_ids, cfg.seed)
 
     model, tokenizer = load_policy(cfg.model_path, cfg.lora, dtype, device,
-                                   cfg.gradient_checkpointing and device.type == "cuda")
+                                   cfg.gradient_checkpointing and device.type == "cuda", cfg.finetune)
     chat = load_chat(cfg, tokenizer)
     stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -57,6 +57,10 @@ export const TrainerConfigSchema = z
     // The recipe preset and what may override it (lib/recipes/presets.json).
     seed: int.min(0).optional(),
     recipe: text.optional(),
+    /** A paper's setup for one model size (lib/recipes/presets.json `setups`, e.g. "codescout-4b"; CodeScout §4.1). */
+    paper_setup: text.nullable().optional(),
+    /** "lora" (CodeGrep App. A.4) or "full" (every weight; CodeScout §4.1 uses no LoRA). */
+    finetune: z.enum(['lora', 'full']).optional(),
     algorithm: z.enum(['grpo', 'gspo', 'dr_grpo']).optional(),
     max_turns: positiveInt.optional(),
     max_new_tokens: positiveInt.optional(),
