@@ -11,7 +11,7 @@ from trainer.checkpoint import complete_checkpoints
 
 from .conftest import tiny_config, write_config
 
-FULL = dict(finetune="full", algorithm="gspo", kl_beta=0.0, track_kl=False, lr=1e-3)
+FULL = dict(finetune="full", algorithm="gspo", kl_beta=0.0, track_kl=False, lr=1e-3, lr_schedule="constant")
 
 
 def _weights(checkpoint_dir: str) -> dict:
