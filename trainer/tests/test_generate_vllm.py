@@ -175,19 +175,18 @@ def test_tensor_parallel_size_must_divide_the_world():
 
 
 class LocalGroup:
-    """Two ranks of one tensor-parallel group, simulated in one process: `gather`
-    returns what both ranks passed for the same call (filled in by a driver)."""
+    """One rank of a two-rank tensor-parallel group, simulated in one process: the
+    other rank's contributions to the group's successive gathers are given up front."""
 
-    def __init__(self, index, board):
-        self.members, self.index, self.board = (0, 1), index, board
+    members, size = (0, 1), 2
 
-    size = 2
+    def __init__(self, index, other_calls):
+        self.index, self.other_calls, self.calls = index, list(other_calls), 0
 
     def gather(self, obj):
-        self.board.setdefault(len(self.board.get(self.index, [])), {})
-        self.board.setdefault(self.index, []).append(obj)
-        call = len(self.board[self.index]) - 1
-        return [self.board[i][call] for i in (0, 1)]
+        other = self.other_calls[self.calls]
+        self.calls += 1
+        return [obj, other] if self.index == 0 else [other, obj]
 
     def any(self, flags):
         return tuple(bool(f) for f in flags)
@@ -195,9 +194,8 @@ class LocalGroup:
 
 def test_a_tensor_parallel_group_generates_the_union_and_each_rank_keeps_its_rows(fake_vllm, tmp_path):
     settings = Settings(tensor_parallel_size=2)
-    board = {1: [([[5, 6, 7]], [3], [(1, 2, 0)])]}
-    group0 = LocalGroup(0, board)
-    g0 = make(tmp_path, world_size=2, rank=0, group=group0, settings=settings)
+    g0 = make(tmp_path, world_size=2, rank=0, group=LocalGroup(0, [([[5, 6, 7]], [3], [(1, 2, 0)])]),
+              settings=settings)
     assert FakeLLM.instances[0].kwargs["tensor_parallel_size"] == 2
     assert FakeLLM.instances[0].kwargs["distributed_executor_backend"] == "external_launcher"
     out0 = g0.generate([[1, 2], [3]], [4, 2], [(1, 0, 0), (1, 1, 0)])
@@ -205,7 +203,7 @@ def test_a_tensor_parallel_group_generates_the_union_and_each_rank_keeps_its_row
     assert FakeLLM.instances[0].calls == [[[1, 2], [3], [5, 6, 7]]]
     assert [len(c.tokens) for c in out0] == [4, 2]
     # Rank 1, given the same gathered rows, keeps its own and gets the same tokens a lone engine would.
-    g1 = make(tmp_path, world_size=2, rank=1, group=LocalGroup(1, {0: [([[1, 2], [3]], [4, 2], [(1, 0, 0), (1, 1, 0)])]}),
+    g1 = make(tmp_path, world_size=2, rank=1, group=LocalGroup(1, [([[1, 2], [3]], [4, 2], [(1, 0, 0), (1, 1, 0)])]),
               settings=settings)
     out1 = g1.generate([[5, 6, 7]], [3], [(1, 2, 0)])
     alone = make(tmp_path)
@@ -218,8 +216,8 @@ def test_tensor_parallel_under_torchrun_needs_its_group(fake_vllm, tmp_path):
 
 
 def test_a_rank_with_no_rows_left_still_takes_the_groups_turn(fake_vllm, tmp_path):
-    board = {1: [([[5, 6]], [2], [(1, 3, 1)])]}
-    g0 = make(tmp_path, world_size=2, rank=0, group=LocalGroup(0, board), settings=Settings(tensor_parallel_size=2))
+    g0 = make(tmp_path, world_size=2, rank=0, group=LocalGroup(0, [([[5, 6]], [2], [(1, 3, 1)])]),
+              settings=Settings(tensor_parallel_size=2))
     assert g0.generate([], [], []) == []
     assert FakeLLM.instances[0].calls == [[[5, 6]]]
 
