@@ -66,7 +66,8 @@ def _report():
     outside = []
     for name, module in list(sys.modules.items()):
         where = getattr(module, "__file__", None)
-        if where and not any(os.path.abspath(where).startswith(root + os.sep) for root in _ALLOWED_ROOTS):
+        # torch.ops and torch.classes are synthetic modules with a bare file name: no file was loaded.
+        if where and os.path.isabs(where) and not any(os.path.abspath(where).startswith(root + os.sep) for root in _ALLOWED_ROOTS):
             outside.append({"module": name, "file": where})
     if _LOG:
         with open(_LOG, "a", encoding="utf-8") as f:
