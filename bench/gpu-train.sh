@@ -9,6 +9,9 @@
 #   bench/gpu-train.sh --device-image  # a bare GPU machine: its own python3 (torch, transformers, peft), installs
 #                                      # nothing, no network, no Node.js; tokenizer from bench/assets (tracked)
 #   bench/gpu-train.sh --cpu-dry-run   # tiny shape on CPU (what `npm run bench -- train` runs)
+#   BENCH_PYTHON=/path/to/python bench/gpu-train.sh --cpu-dry-run
+#                                      # that Python instead of the repo's venv, nothing installed into it
+#                                      # (trainer/tests/test_device_image.py: only the device image's packages)
 #
 # Knobs (environment): BENCH_STEPS (3 for 0.6B, 2 for 4B), BENCH_PROMPTS_06B (8 prompts x 8 = 64 rollouts),
 # BENCH_PROMPTS_4B (4), BENCH_TURN_TOKENS (256), BENCH_MEAN_TURN_TOKENS (the random model's end-of-turn
@@ -26,7 +29,9 @@ case "${1:-}" in
 esac
 
 if [ "$MODE" = device ]; then
-  PY="$(command -v python3)"
+  PY="${BENCH_PYTHON:-$(command -v python3)}"
+elif [ -n "${BENCH_PYTHON:-}" ]; then
+  PY="$BENCH_PYTHON"
 else
   bash "$ROOT/scripts/setup-python.sh" >&2
   PY="$ROOT/.venv/bin/python"

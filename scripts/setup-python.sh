@@ -15,14 +15,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${CODEGREP_VENV:-$ROOT/.venv}"
 REQUIREMENTS="$ROOT/trainer/requirements.txt"
+# The versions trainer/requirements.txt and trainer/requirements-gpu.txt share (both name it with -c).
+CONSTRAINTS="$ROOT/trainer/constraints.txt"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.codegrep-requirements.sha256"
 
-if [ ! -f "$REQUIREMENTS" ]; then
-  echo "setup-python: $REQUIREMENTS is missing" >&2
-  exit 1
-fi
-WANT="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
+for f in "$REQUIREMENTS" "$CONSTRAINTS"; do
+  if [ ! -f "$f" ]; then
+    echo "setup-python: $f is missing" >&2
+    exit 1
+  fi
+done
+# The stamp covers the constraints too: a changed pin there changes what requirements.txt installs.
+WANT="$(cat "$REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)"
 
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
 
@@ -57,14 +62,17 @@ minilm_step() {
 GPU_REQUIREMENTS="$ROOT/trainer/requirements-gpu.txt"
 GPU_STAMP="$VENV/.codegrep-requirements-gpu.sha256"
 cuda_present() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; }
+gpu_want() { cat "$GPU_REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1; }
 gpu_ok() {
-  ! cuda_present || { [ -f "$GPU_STAMP" ] && [ "$(cat "$GPU_STAMP")" = "$(sha256sum "$GPU_REQUIREMENTS" | cut -d' ' -f1)" ]; }
+  ! cuda_present || { [ -f "$GPU_STAMP" ] && [ "$(cat "$GPU_STAMP")" = "$(gpu_want)" ]; }
 }
 install_gpu_requirements() {
   if gpu_ok; then return 0; fi
   local want
-  want="$(sha256sum "$GPU_REQUIREMENTS" | cut -d' ' -f1)"
+  want="$(gpu_want)"
   echo "setup-python: CUDA present: installing trainer/requirements-gpu.txt (vLLM) into $VENV"
+  # The file starts with `-c constraints.txt`: pip resolves vLLM's dependencies around the trainer's torch
+  # and transformers and stops on a conflict, instead of replacing them (trainer/constraints.txt).
   "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$GPU_REQUIREMENTS"
   "$VENV/bin/python" -c 'import vllm' || { echo "setup-python: vllm does not import" >&2; exit 1; }
   echo "$want" > "$GPU_STAMP"
@@ -103,7 +111,7 @@ START=$(date +%s)
 echo "setup-python: installing trainer/requirements.txt into $VENV (first time: a few minutes, ~6 GB)"
 # --no-deps: the file is the complete pinned closure (see its header for why triton is left out).
 "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps -r "$REQUIREMENTS"
-"$VENV/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, rank_bm25, pytest, numpy' \
+"$VENV/bin/python" -c 'import torch, transformers, peft, accelerate, safetensors, pyarrow, rank_bm25, pytest, numpy' \
   || { echo "setup-python: the installed packages do not import" >&2; exit 1; }
 echo "$WANT" > "$STAMP"
 minilm_step

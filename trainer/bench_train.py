@@ -11,7 +11,12 @@ and prints ONE JSON line with, in the same process and run:
   the ceiling for our rollout overhead), and the environment server's share
   of the step time;
 - update tokens/s and update MFU against the matmul rate measured here
-  (bf16 on a GPU, fp32 on CPU); generation FLOPs and their MFU separately;
+  (bf16 on a GPU, fp32 on CPU); generation FLOPs and their MFU separately,
+  prefill included: each turn's generate call encodes the rollout's whole
+  context again (HF; vLLM's prefix cache may skip part of it), so the
+  rollout figures give prefill and decode tokens apart and the rollout vs
+  plain-generate ratio is also given per processed (prefill + decode) token,
+  which separates the rollout's overhead from its longer contexts;
 - peak memory (GPU allocator peak, or the process's max RSS on CPU);
 - step time split into rollout / reference / update (without the reference
   forward) / checkpoint.
@@ -77,14 +82,45 @@ def unpack_tokenizer(asset_dir: str, out_dir: str) -> str:
     return out_dir
 
 
+class GenerationProbe:
+    """Wraps a generator's `generate`: per call, each row's prompt length and
+    completion length (what prefill and decode FLOPs need)."""
+
+    def __init__(self):
+        self.rows = []  # (prompt tokens, generated tokens) since the last take()
+
+    def wrap_generator(self, generator):
+        original = generator.generate
+
+        def generate(prompts, budgets, keys=None):
+            outputs = original(prompts, budgets, keys)
+            for prompt, out in zip(prompts, outputs):
+                tokens = out.tokens if hasattr(out, "tokens") else out
+                self.rows.append((len(prompt), len(tokens)))
+            return outputs
+        generator.generate = generate
+        return generator
+
+    def wrap_factory(self, make):
+        def made(*args, **kwargs):
+            generator, reason = make(*args, **kwargs)
+            return self.wrap_generator(generator), reason
+        return made
+
+    def take(self) -> list:
+        rows, self.rows = self.rows, []
+        return rows
+
+
 class Probe:
     """Wraps the trainer's policy_update: times the reference forward (the
     adapter-off passes) and records what the FLOP count needs."""
 
-    def __init__(self, device):
+    def __init__(self, device, generation: GenerationProbe = None):
         self.device = device
         self.model = None
-        self.steps = []  # per update: reference seconds, token counts
+        self.generation = generation
+        self.steps = []  # per update: reference seconds, token counts, the step's generate rows
 
     def _sync(self):
         if self.device.type == "cuda":
@@ -97,7 +133,8 @@ class Probe:
             record = {"reference_s": 0.0, "sequences": len(items),
                       "tokens": sum(len(it.ids) for it in items),
                       "squared_lengths": sum(len(it.ids) ** 2 for it in items),
-                      "sampled_tokens": sum(sum(it.mask) for it in items)}
+                      "sampled_tokens": sum(sum(it.mask) for it in items),
+                      "generate_rows": self.generation.take() if self.generation else []}
             original = model.disable_adapter
 
             @contextlib.contextmanager
@@ -172,9 +209,23 @@ def update_flops(counts: dict, record: dict, reference: bool) -> float:
     return forward + backward + (forward if reference else 0)
 
 
-def generation_flops(counts: dict, generated: int, mean_context: float) -> float:
-    """Decode FLOPs: 2 x (body + head) per generated token plus attention over its context (QK^T, AV)."""
-    return generated * (2 * (counts["body"] + counts["head"]) + 4 * counts["layers"] * counts["width"] * mean_context)
+def prefill_flops(counts: dict, rows: list) -> float:
+    """Prefill FLOPs of generate rows [(prompt length L, generated n)]: 2 x body per prompt
+    token, causal attention 2 x layers x width x L^2 (as in update_flops), the LM head
+    once per row (generation keeps only the last position's logits)."""
+    return sum(2 * counts["body"] * L + 2 * counts["layers"] * counts["width"] * L * L + 2 * counts["head"]
+               for L, _ in rows)
+
+
+def decode_flops(counts: dict, rows: list) -> float:
+    """Decode FLOPs: every generated token but the last is fed back once, at context
+    L + j: 2 x (body + head) plus attention over the context (QK^T, AV)."""
+    total = 0.0
+    for L, n in rows:
+        steps = max(n - 1, 0)
+        contexts = steps * L + steps * (steps + 1) / 2  # sum of L + j for j = 1..n-1
+        total += steps * 2 * (counts["body"] + counts["head"]) + 4 * counts["layers"] * counts["width"] * contexts
+    return total
 
 
 def peak_memory_gb(device, steps: list) -> float:
@@ -229,14 +280,16 @@ def _run(args, device, dtype, work: str) -> dict:
     })
     os.makedirs(config.output_dir, exist_ok=True)
     lines = []
-    probe = Probe(device)
-    real_update = train_module.policy_update
+    generation = GenerationProbe()
+    probe = Probe(device, generation)
+    real_update, real_make_generator = train_module.policy_update, train_module.make_generator
     train_module.policy_update = probe.wrap(real_update)
+    train_module.make_generator = generation.wrap_factory(real_make_generator)
     try:
         stop = train_module.StopRequest()
         code = train_module.train(config, None, lambda event, **fields: lines.append({"event": event, **fields}), stop)
     finally:
-        train_module.policy_update = real_update
+        train_module.policy_update, train_module.make_generator = real_update, real_make_generator
     if code != 0:
         raise RuntimeError(f"the trainer returned {code}")
     start = next(line for line in lines if line["event"] == "start")
@@ -251,14 +304,19 @@ def _run(args, device, dtype, work: str) -> dict:
     reference_s = [probe.steps[i]["reference_s"] for i in timed]
     rollout_s = [steps[i]["rollout_time_s"] for i in timed]
     rollout_tokens = [steps[i]["rollout_tokens"] for i in timed]
-    mean_context = mean([probe.steps[i]["tokens"] / probe.steps[i]["sequences"] for i in timed]) / 2
-    gen_flops = [generation_flops(counts, steps[i]["rollout_tokens"], mean_context) for i in timed]
+    generate_rows = [probe.steps[i]["generate_rows"] for i in timed]
+    prefill_tokens = [sum(L for L, _ in rows) for rows in generate_rows]
+    decode_tokens = [sum(n for _, n in rows) for rows in generate_rows]
+    pre_flops = [prefill_flops(counts, rows) for rows in generate_rows]
+    dec_flops = [decode_flops(counts, rows) for rows in generate_rows]
+    gen_flops = [p + d for p, d in zip(pre_flops, dec_flops)]
 
-    ceiling = plain_generate_ceiling(probe.model, model_dir, config, env, device)
+    ceiling = plain_generate_ceiling(probe.model, model_dir, config, env, device, generation, counts)
     server.shutdown()
     server.server_close()
 
     rollout_tps = sum(rollout_tokens) / sum(rollout_s)
+    processed_tps = (sum(prefill_tokens) + sum(decode_tokens)) / sum(rollout_s)
     step_s = [steps[i]["step_time_s"] + steps[i].get("checkpoint_time_s", 0.0) for i in timed]
     return {
         "bench": "train", "shape": args.shape, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
@@ -277,12 +335,22 @@ def _run(args, device, dtype, work: str) -> dict:
         "rollout_tokens_per_s": rollout_tps,
         "plain_generate_tokens_per_s": ceiling["tokens_per_s"],
         "rollout_vs_plain_generate": ceiling["tokens_per_s"] / rollout_tps if rollout_tps else None,
+        # prefill + decode tokens per second: each turn re-encodes the rollout's context
+        "rollout_prefill_tokens_per_step": mean(prefill_tokens),
+        "rollout_decode_tokens_per_step": mean(decode_tokens),
+        "rollout_turn_generations_per_step": mean([len(rows) for rows in generate_rows]),
+        "rollout_processed_tokens_per_s": processed_tps,
+        "plain_generate_processed_tokens_per_s": ceiling["processed_tokens_per_s"],
+        "rollout_vs_plain_generate_processed": (ceiling["processed_tokens_per_s"] / processed_tps
+                                                if processed_tps else None),
         "plain_generate": ceiling,
         "update_tokens_per_s": mean([steps[i]["train_tokens"] for i in timed]) / mean(update_s),
         "matmul_tflops_measured": matmul_tflops,
         "update_tflops_achieved": sum(flops) / sum(update_s) / 1e12,
         "update_mfu": sum(flops) / sum(update_s) / 1e12 / matmul_tflops,
         "generation_tflop_per_step": mean(gen_flops) / 1e12,
+        "prefill_tflop_per_step": mean(pre_flops) / 1e12,
+        "decode_tflop_per_step": mean(dec_flops) / 1e12,
         "generation_mfu": sum(gen_flops) / sum(rollout_s) / 1e12 / matmul_tflops,
         "peak_memory_gb": peak_memory_gb(device, steps),
         "peak_memory_kind": "cuda max_memory_allocated per step" if device.type == "cuda" else "process max RSS",
@@ -290,7 +358,8 @@ def _run(args, device, dtype, work: str) -> dict:
     }
 
 
-def plain_generate_ceiling(model, model_dir: str, config, env, device) -> dict:
+def plain_generate_ceiling(model, model_dir: str, config, env, device, generation: GenerationProbe,
+                           counts: dict) -> dict:
     """The same first-turn prompts through the same engine in one turn, no environment in between."""
     from transformers import AutoTokenizer
 
@@ -307,6 +376,8 @@ def plain_generate_ceiling(model, model_dir: str, config, env, device) -> dict:
     client.close_quietly([e.episode_id for e in episodes])
     generator, _ = make_generator(config, model, tokenizer, stop_token_ids(tokenizer), device,
                                   Sampling(config.temperature, config.top_p, config.top_k))
+    generation.take()
+    generation.wrap_generator(generator)
     budgets = [config.max_new_tokens_per_turn] * len(prompts)
     keys = [(1, i, 0) for i in range(len(prompts))]
     if device.type == "cuda":
@@ -317,7 +388,11 @@ def plain_generate_ceiling(model, model_dir: str, config, env, device) -> dict:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
     tokens = sum(len(o.tokens) for o in outputs)
-    return {"rows": len(prompts), "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+    rows = generation.take()
+    prefill = sum(L for L, _ in rows)
+    return {"rows": len(prompts), "tokens": tokens, "prefill_tokens": prefill, "seconds": seconds,
+            "tokens_per_s": tokens / seconds, "processed_tokens_per_s": (prefill + tokens) / seconds,
+            "tflop": (prefill_flops(counts, rows) + decode_flops(counts, rows)) / 1e12,
             "calls": len(getattr(generator, "generate_calls", [])) or None}
 
 

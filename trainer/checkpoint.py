@@ -83,7 +83,7 @@ def _fsync_tree(path: str) -> None:
 
 
 def save_checkpoint(output_dir: str, step: int, *, model, optimizer, scheduler, rng_state: dict,
-                    data_position: DataPosition, extra_state: dict, keep: int) -> str:
+                    data_position: DataPosition, extra_state: dict, keep: int, extra_files: dict = None) -> str:
     """Write the checkpoint for `step` atomically and prune to the newest `keep`.
 
     `rng_state` is passed in (not captured here) so that a run stopped in the
@@ -98,6 +98,8 @@ def save_checkpoint(output_dir: str, step: int, *, model, optimizer, scheduler, 
     torch.save(optimizer.state_dict(), os.path.join(tmp, "optimizer.pt"))
     torch.save(scheduler.state_dict(), os.path.join(tmp, "scheduler.pt"))
     torch.save(rng_state, os.path.join(tmp, "rng.pt"))
+    for name, value in (extra_files or {}).items():  # e.g. the async pipeline's pending rollouts (pipeline.py)
+        torch.save(value, os.path.join(tmp, name))
     state = dict(extra_state)
     state.update({"step": step, "data_epoch": data_position.epoch, "data_index": data_position.index,
                   "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
@@ -165,6 +167,12 @@ def resolve_resume(output_dir: str, resume: Optional[str]) -> Optional[str]:
     return resume
 
 
+def load_extra_file(checkpoint: str, name: str):
+    """An `extra_files` entry of save_checkpoint, or None when the checkpoint has none."""
+    path = os.path.join(checkpoint, name)
+    return torch.load(path, weights_only=False) if os.path.isfile(path) else None
+
+
 def read_state(checkpoint: str) -> dict:
     with open(os.path.join(checkpoint, STATE_FILE), encoding="utf-8") as f:
         return json.load(f)
@@ -175,11 +183,30 @@ def load_checkpoint(checkpoint: str, *, model, optimizer, scheduler) -> tuple:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    weights = load_file(os.path.join(checkpoint, "adapter_model.safetensors"))
-    result = set_peft_model_state_dict(model, weights)
-    unexpected = getattr(result, "unexpected_keys", None) or []
-    if unexpected:
-        raise RuntimeError(f"checkpoint {checkpoint}: adapter has keys the model lacks: {unexpected[:5]}")
+    adapter = os.path.join(checkpoint, "adapter_model.safetensors")
+    if os.path.isfile(adapter):
+        if not hasattr(model, "peft_config"):
+            raise RuntimeError(f"checkpoint {checkpoint} holds a LoRA adapter; this run has finetune: full")
+        result = set_peft_model_state_dict(model, load_file(adapter))
+        unexpected = getattr(result, "unexpected_keys", None) or []
+        if unexpected:
+            raise RuntimeError(f"checkpoint {checkpoint}: adapter has keys the model lacks: {unexpected[:5]}")
+    else:
+        # finetune: full (policy.FullFineTune): the whole model, possibly in shards.
+        if hasattr(model, "peft_config"):
+            raise RuntimeError(f"checkpoint {checkpoint} holds a fully fine-tuned model; this run has finetune: lora")
+        weights = {}
+        for name in sorted(os.listdir(checkpoint)):
+            if name.endswith(".safetensors"):
+                weights.update(load_file(os.path.join(checkpoint, name)))
+        if not weights:
+            raise RuntimeError(f"checkpoint {checkpoint} has neither an adapter nor model weights")
+        base = model.get_base_model()
+        result = base.load_state_dict(weights, strict=False)
+        tied = {k for k in result.missing_keys if k.endswith("lm_head.weight")}  # tied to the embeddings
+        if result.unexpected_keys or set(result.missing_keys) - tied:
+            raise RuntimeError(f"checkpoint {checkpoint}: weights do not match the model (missing "
+                               f"{sorted(set(result.missing_keys) - tied)[:5]}, unexpected {result.unexpected_keys[:5]})")
     optimizer.load_state_dict(torch.load(os.path.join(checkpoint, "optimizer.pt"), weights_only=False))
     scheduler.load_state_dict(torch.load(os.path.join(checkpoint, "scheduler.pt"), weights_only=False))
     rng_state = torch.load(os.path.join(checkpoint, "rng.pt"), weights_only=False)

@@ -22,11 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-try:
-    import jsonschema
-except ImportError:  # an environment set up before trainer/requirements.txt listed it
-    jsonschema = None
-
+from .json_schema import check_schema_keywords, first_violation
 from .recipes import resolve_recipe
 
 # The config's contract with the training activity, generated from the TypeScript side's zod schema
@@ -42,6 +38,8 @@ ALGORITHMS = ("grpo", "gspo", "dr_grpo")
 GENERATORS = ("auto", "hf", "vllm")
 DTYPES = ("auto", "bfloat16", "float32")
 LR_SCHEDULES = ("cosine", "constant")
+MODES = ("sync", "async")
+FINETUNES = ("lora", "full")
 
 # The value of a field the recipe preset always fills (lib/recipes/presets.json);
 # never used as such: parse_config applies the preset before building.
@@ -89,6 +87,12 @@ class TrainConfig:
     seed: int = 0
     # The recipe preset (lib/recipes/presets.json): codegrep-v1/v2/v3 or codescout.
     recipe: str = "codegrep-v3"
+    # A paper's training setup for one model size (presets.json `setups`, e.g. "codescout-4b",
+    # CodeScout §4.1): batch x group, turns, context, mode and fine-tuning; it also picks the recipe.
+    paper_setup: Optional[str] = None
+    # "lora" (CodeGrep App. A.4: rank 32 on all linear layers, base frozen) or "full" (every
+    # weight trained, kept in fp32; CodeScout §4.1 trains its models without LoRA).
+    finetune: str = "lora"
     # --- filled from the recipe preset unless given (see presets.json for the sources)
     algorithm: str = FROM_RECIPE
     max_turns: int = FROM_RECIPE        # the server enforces it; the trainer stops there too
@@ -121,6 +125,12 @@ class TrainConfig:
     # Optimizer updates per rollout batch (1 = on-policy, as in the papers'
     # synchronous runs; >1 makes the importance ratio and its clipping matter).
     mini_batches_per_step: int = 1
+    # "sync": each step learns from rollouts of its own weights. "async": CodeScout §3.4
+    # (SkyRL's asynchronous training): a step may learn from rollouts sampled up to
+    # `max_staleness` steps earlier (CodeScout: 4), with pi_old = the sampling policy, so the
+    # importance ratio and the clip act on the stale samples (trainer/pipeline.py).
+    mode: str = "sync"
+    max_staleness: int = 4
     # Truncated importance sampling (Yao et al. 2025, "Your efficient RL
     # framework secretly brings you off-policy RL training"): weight each
     # token's policy-gradient term by min(pi_train_old / pi_sampler, cap) to
@@ -233,6 +243,16 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("max_new_tokens_per_turn", f"must be >= 1, got {c.max_new_tokens_per_turn}")
     if c.top_k < 0:
         _fail("top_k", f"must be >= 0 (0 = off), got {c.top_k}")
+    if c.finetune not in FINETUNES:
+        _fail("finetune", f"must be one of {', '.join(FINETUNES)}, got {c.finetune!r}")
+    if c.finetune == "full" and (c.kl_beta > 0 or c.track_kl):
+        # The reference policy is the adapter-off network (policy.py); a full fine-tune has no adapter to turn off.
+        _fail("finetune", "full fine-tuning has no frozen reference policy: set kl_beta to 0 and track_kl to false "
+                          "(as CodeScout §3.4 does), or use finetune: lora")
+    if c.mode not in MODES:
+        _fail("mode", f"must be one of {', '.join(MODES)}, got {c.mode!r}")
+    if c.max_staleness < 1:
+        _fail("max_staleness", f"must be >= 1, got {c.max_staleness}")
     if c.lr_schedule not in LR_SCHEDULES:
         _fail("lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}, got {c.lr_schedule!r}")
     if c.importance_sampling_cap is not None and not c.importance_sampling_cap >= 1:
@@ -278,21 +298,23 @@ def _check_ranges(c: TrainConfig) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _schema_validator():
+def _schema() -> dict:
     with open(SCHEMA_PATH, encoding="utf-8") as f:
-        return jsonschema.Draft202012Validator(json.load(f))
+        schema = json.load(f)
+    check_schema_keywords(schema)  # a keyword trainer/json_schema.py lacks fails here, not silently
+    return schema
 
 
 def _check_schema(raw: dict) -> None:
     """Check the config as given against trainer/config.schema.json. It runs after
     this file's own checks, whose messages say more; what it adds is the shared
-    contract (a key or type the TypeScript side would never write)."""
-    if jsonschema is None:
-        raise ConfigError("the jsonschema package is missing: run scripts/setup-python.sh (trainer/requirements.txt lists it)")
-    error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(raw))
-    if error is not None:
-        key = ".".join(str(part) for part in error.absolute_path) or "<root>"
-        _fail(key, f"{error.message} (trainer/config.schema.json)")
+    contract (a key or type the TypeScript side would never write). The check is
+    trainer/json_schema.py's, not the jsonschema package's: the bare GPU image
+    has only torch, transformers, peft and accelerate (trainer/README.md)."""
+    violation = first_violation(raw, _schema())
+    if violation is not None:
+        key = ".".join(str(part) for part in violation.path) or "<root>"
+        _fail(key, f"{violation.message} (trainer/config.schema.json)")
 
 
 def parse_config(raw: Any) -> TrainConfig:

@@ -143,20 +143,69 @@ def average_gradients(ranks: Ranks, params: list) -> None:
 
 
 def reduce_update_stats(ranks: Ranks, stats: dict) -> dict:
-    """The update's stats over all ranks: token counts summed, every other number
-    averaged over the ranks that have it (a None, e.g. no KL, is left out)."""
+    """The update's stats over all ranks. Ratios (clip ratio, KL per token,
+    sampler log-prob difference, IS weight) are recomputed from the ranks'
+    summed numerators and counts, so each rank weighs by its tokens (or
+    sequences), not equally; token counts are summed; the loss, whose per-rank
+    terms are already scaled to the global mini-batch (update.py), and the
+    grad norm and lr, equal on all ranks after the all-reduce, are averaged."""
     if not ranks.enabled:
         return stats
+    from .update import ratio_stats
+
     everyone = gather(ranks, stats)
     out = dict(stats)
-    for key, _value in stats.items():
-        values = [s.get(key) for s in everyone]
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if key.endswith("_tokens") and len(numbers) == len(values):
-            out[key] = sum(numbers)
-        elif numbers and all(v is None or isinstance(v, (int, float)) for v in values):
-            out[key] = sum(numbers) / len(numbers)
+    totals = {k: sum(s["totals"][k] for s in everyone) for k in stats["totals"]}
+    out["totals"] = totals
+    out.update(ratio_stats(totals))
+    for key in ("loss", "grad_norm"):
+        out[key] = sum(s[key] for s in everyone) / len(everyone)
+    out["train_tokens"] = sum(s["train_tokens"] for s in everyone)
     return out
+
+
+@dataclass
+class RankGroup:
+    """A set of consecutive ranks that act together (a vLLM tensor-parallel
+    group, generate_vllm.py), with the two collectives the rollout needs."""
+    members: tuple
+    index: int          # this rank's position in `members`
+    handle: object = None  # the torch ProcessGroup; None for a group of one
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def gather(self, obj) -> list:
+        if self.size == 1:
+            return [obj]
+        out = [None] * self.size
+        dist.all_gather_object(out, obj, group=self.handle)
+        return out
+
+    def any(self, flags: tuple) -> tuple:
+        """Each flag true on every member when it is true on any."""
+        if self.size == 1:
+            return tuple(bool(f) for f in flags)
+        return tuple(any(column) for column in zip(*self.gather(tuple(bool(f) for f in flags))))
+
+
+def tensor_parallel_group(ranks: Ranks, size: int) -> RankGroup:
+    """This rank's group of `size` consecutive ranks: vLLM's layout under
+    external_launcher (vllm/distributed/parallel_state.py initialize_model_parallel
+    puts tensor parallelism on the innermost, consecutive ranks). Every rank
+    creates every group, in the same order, as torch.distributed.new_group requires."""
+    if size <= 1 or not ranks.enabled:
+        return RankGroup((ranks.rank,), 0)
+    if ranks.world_size % size:
+        raise ValueError(f"vllm.tensor_parallel_size {size} does not divide the {ranks.world_size} processes")
+    mine = None
+    for start in range(0, ranks.world_size, size):
+        members = tuple(range(start, start + size))
+        handle = dist.new_group(list(members))
+        if ranks.rank in members:
+            mine = RankGroup(members, members.index(ranks.rank), handle)
+    return mine
 
 
 @dataclass

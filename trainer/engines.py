@@ -15,10 +15,16 @@ from .generate_hf import HFGenerator
 from .generate_vllm import VllmGenerator, vllm_available
 
 
-def choose_engine(requested: str, device_type: str, available=vllm_available) -> tuple:
+def choose_engine(requested: str, device_type: str, available=vllm_available, finetune: str = "lora") -> tuple:
     """(engine name, reason) for the config's `generator` on this device."""
     if requested == "hf":
         return "hf", "generator: hf (configured)"
+    if finetune == "full":
+        # generate_vllm.py hands vLLM a new LoRA adapter per step; pushing a whole model's
+        # weights into the engine each step is not implemented.
+        if requested == "vllm":
+            raise RuntimeError("generator: vllm serves LoRA adapters only; with finetune: full set generator: hf")
+        return "hf", "auto: finetune: full, and the vLLM engine serves LoRA adapters only"
     ok, detail = available()
     if requested == "vllm":
         if not ok:
@@ -34,12 +40,17 @@ def choose_engine(requested: str, device_type: str, available=vllm_available) ->
     return "vllm", f"auto: CUDA device and vLLM {detail}"
 
 
-def make_generator(cfg, model, tokenizer, stops: list, device, sampling, world_size: int = 1):
-    """(generator, reason) for this run."""
-    name, reason = choose_engine(cfg.generator, device.type)
+def make_generator(cfg, model, tokenizer, stops: list, device, sampling, world_size: int = 1, ranks=None):
+    """(generator, reason) for this run; `ranks` (distributed.Ranks) under torchrun."""
+    name, reason = choose_engine(cfg.generator, device.type, finetune=getattr(cfg, "finetune", "lora"))
     if name == "vllm":
+        from .distributed import Ranks, tensor_parallel_group
+
+        ranks = ranks or Ranks(world_size=1)
+        group = tensor_parallel_group(ranks, cfg.vllm.tensor_parallel_size)
         return VllmGenerator(cfg.model_path, model, cfg.lora.r, stops, sampling, cfg.max_seq_len, cfg.seed,
-                             cfg.vllm, os.path.join(cfg.output_dir, "vllm-adapters"), world_size), reason
+                             cfg.vllm, os.path.join(cfg.output_dir, "vllm-adapters"), ranks.world_size,
+                             rank=ranks.rank, group=group), reason
     budget = getattr(cfg, "hf_generation_tokens", None)
     generator = HFGenerator(model, tokenizer.pad_token_id, stops, sampling, device, token_budget=budget)
     if generator.token_budget < cfg.max_seq_len:

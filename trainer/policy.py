@@ -24,10 +24,40 @@ def pick_device_and_dtype(dtype: str) -> tuple:
     return device, getattr(torch, dtype)
 
 
+class FullFineTune(torch.nn.Module):
+    """A causal LM whose every weight trains (config `finetune: full`; CodeScout §4.1
+    trains without LoRA), with the few methods of a peft model the trainer uses.
+    There is no adapter to disable, hence no reference policy (config.py refuses
+    a KL term with it)."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+
+    def get_base_model(self):
+        return self.base
+
+    def generate(self, *args, **kwargs):
+        return self.base.generate(*args, **kwargs)
+
+    def save_pretrained(self, path: str, **kwargs):
+        return self.base.save_pretrained(path, **kwargs)
+
+    @property
+    def config(self):
+        return self.base.config
+
+    def disable_adapter(self):
+        raise RuntimeError("finetune: full has no adapter to disable (no reference policy): set kl_beta 0, "
+                           "track_kl false")
+
+
 def load_policy(model_path: str, lora, dtype: torch.dtype, device: torch.device,
-                gradient_checkpointing: bool):
-    """(peft model, tokenizer). LoRA adapters are kept in fp32 even when the
-    base is bf16, so 5e-6-sized updates are not rounded away."""
+                gradient_checkpointing: bool, finetune: str = "lora"):
+    """(peft model, or FullFineTune, tokenizer). LoRA adapters are kept in fp32
+    even when the base is bf16, so 5e-6-sized updates are not rounded away; a
+    full fine-tune keeps all weights in fp32 for the same reason (CodeScout's
+    lr is 1e-6), at 16 bytes per parameter with AdamW."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -38,10 +68,12 @@ def load_policy(model_path: str, lora, dtype: torch.dtype, device: torch.device,
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32 if finetune == "full" else dtype)
     base.to(device)
     if gradient_checkpointing:
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if finetune == "full":
+        return FullFineTune(base), tokenizer
     peft_config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                              target_modules=lora.target_modules, task_type="CAUSAL_LM", bias="none")
     model = get_peft_model(base, peft_config, autocast_adapter_dtype=True)

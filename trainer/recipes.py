@@ -34,20 +34,50 @@ def recipe_names(presets: dict = None) -> list:
     return sorted((presets or load_presets())["recipes"])
 
 
+def setup_names(presets: dict = None) -> list:
+    return sorted(k for k in (presets or load_presets()).get("setups", {}) if not k.startswith("$"))
+
+
+def apply_setup(raw: dict, presets: dict) -> tuple:
+    """(config with the `paper_setup` preset's keys filled in where not given, their
+    effective entries). A paper setup (presets.json `setups`) is one model size's
+    training setup in a paper: batch x group, turns, context, mode, fine-tuning."""
+    name = raw.get("paper_setup")
+    if name is None:
+        return raw, {}
+    setups = presets.get("setups", {})
+    if name not in setup_names(presets):
+        raise ValueError(f"config key 'paper_setup': must be one of {', '.join(setup_names(presets))} (or null), "
+                         f"got {name!r}")
+    merged, effective = dict(raw), {"paper_setup": {"value": name, "source": "config"}}
+    for key, entry in setups[name].items():
+        if raw.get(key) is not None:
+            effective[key] = {"value": raw[key], "source": "config"}
+        else:
+            merged[key] = entry["value"]
+            effective[key] = dict(entry)
+    return merged, effective
+
+
 def resolve_recipe(raw: dict, presets: dict = None) -> tuple:
     """(config dict with the preset applied, effective recipe {key: {value, source}}).
 
-    `raw` is the config as given; its `recipe` (default codegrep-v3) names
-    the preset. Raises ValueError naming a bad recipe or algorithm.
+    `raw` is the config as given; its `paper_setup` (if any) fills its keys
+    first, then `recipe` (default codegrep-v3) names the preset. Raises
+    ValueError naming a bad setup, recipe or algorithm.
     """
     presets = presets or load_presets()
+    raw, from_setup = apply_setup(raw, presets)
     name = raw.get("recipe", "codegrep-v3")
     if name not in presets["recipes"]:
         raise ValueError(f"config key 'recipe': must be one of {', '.join(recipe_names(presets))}, got {name!r}")
     recipe = presets["recipes"][name]
     merged = dict(raw)
     effective = {"recipe": {"value": name, "source": "config" if "recipe" in raw else "default"}}
+    effective.update(from_setup)
     for key, entry in recipe.items():
+        if key in from_setup:
+            continue  # the paper setup's value (or the config's), already in `merged`
         if key in ENVIRONMENT_KEYS:
             effective[key] = dict(entry)
             continue

@@ -47,6 +47,7 @@ class Rollout:
     budget_exhausted: bool = False  # a turn was cut, or the budget/context left no room for another
     outcome: Optional[EpisodeOutcome] = None
     assistant_texts: list = field(default_factory=list)
+    policy_version: int = 0         # optimizer steps taken by the weights that sampled it (pipeline.py)
 
 
 def stop_token_ids(tokenizer, model_generation_config=None) -> list:
@@ -132,11 +133,20 @@ def run_rollouts(client: EnvClient, generator, chat: ChatTokens, instance_ids: l
             if len(r.sequence) >= limits.max_seq_len:
                 raise ValueError(f"instance {r.episode.instance_id}: the prompt alone is {len(r.sequence)} "
                                  f"tokens, not below max_seq_len {limits.max_seq_len}")
+        # A generator spread over several ranks (vLLM tensor parallelism,
+        # generate_vllm.py) needs every rank of its group in every turn, with
+        # no rows if this rank is done; they also agree on stopping.
+        lockstep = getattr(generator, "lockstep", None)
         while True:
             active = [r for r in rollouts if not r.done]
-            if not active:
+            stopping = should_stop()
+            if lockstep is not None:
+                playing, stopping = lockstep(bool(active), stopping)
+            else:
+                playing = bool(active)
+            if not playing:
                 break
-            if should_stop():
+            if stopping:
                 raise StepAborted()
             _play_turn(client, generator, chat, active, limits)
     except BaseException:
@@ -167,7 +177,7 @@ def _play_turn(client: EnvClient, generator, chat: ChatTokens, active: list, lim
     # run_rollouts only keeps a rollout active while its next turn has room
     # for at least one token: no generation is ever asked for 0 tokens (HF
     # raises when every row is at 0, vLLM rejects max_tokens=0).
-    if min(budgets) < 1:
+    if budgets and min(budgets) < 1:
         raise RuntimeError(f"a rollout was left active with no generation budget: {budgets}")
     # A rollout's key names it whichever process or sub-batch plays it (seeded sampling).
     keys = [(r.episode.open_seed, r.episode.index, r.turns) for r in active]
@@ -191,7 +201,7 @@ def _play_turn(client: EnvClient, generator, chat: ChatTokens, active: list, lim
         # half-written tool calls are never executed as if finished.
         r.budget_exhausted = (not ended_turn) or r.generated_tokens >= limits.max_new_tokens
         steps.append({"episodeId": r.episode.episode_id, "assistantText": text, "truncated": r.budget_exhausted})
-    results = client.step(steps)
+    results = client.step(steps) if steps else {}
     for r in active:
         result = results[r.episode.episode_id]
         if result.done or r.budget_exhausted or r.turns >= limits.max_turns:

@@ -33,14 +33,15 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, resolve_resume,
+from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, load_extra_file, resolve_resume,
                          restore_rng_state, save_checkpoint)
 from .config import TrainConfig, config_to_dict, load_config_with_recipe
-from .data import data_fingerprint, load_instance_ids, next_batch
+from .data import data_fingerprint, load_instance_ids
 from . import distributed
 from .engines import make_generator
 from .env_client import EnvClient
 from .loss import group_advantages, loss_settings
+from .pipeline import PENDING_FILE, restore_pipeline
 from .policy import count_parameters, load_policy, pick_device_and_dtype, trainable_parameters
 from .rollout import RolloutLimits, Sampling, StepAborted, run_rollouts, stop_token_ids
 from .schedule import lr_multiplier
@@ -128,14 +129,15 @@ def training_items(rollouts: list, group_size: int, normalize_std: bool, mask_un
     key = (lambda r: id(r)) if everyone is rollouts else (lambda r: r.episode.episode_id)
     mine = {key(r): r for r in rollouts}
     ordered, items = [], []
-    for g, adv in zip((g for members in groups for g in members), advantages):
+    for position, (g, adv) in enumerate(zip((g for members in groups for g in members), advantages)):
         r = mine.get(key(g))
         if r is None:
             continue  # another process's rollout
         ordered.append(r)
         items.append(TrainItem(ids=r.sequence.ids, mask=r.sequence.mask, advantage=adv,
                                weight=0.0 if is_masked(r, mask_unanswered) else 1.0,
-                               sampler_logprobs=getattr(r.sequence, "sampler_logprobs", None)))
+                               sampler_logprobs=getattr(r.sequence, "sampler_logprobs", None),
+                               global_index=position))
     return ordered, items
 
 
@@ -210,13 +212,16 @@ def train(cfg: TrainConfig, resume, emit, stop: StopRequest, recipe: dict = None
 
 def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dict = None) -> int:
     distributed.check_divisible(ranks, cfg.batch_size * cfg.group_size)
+    if cfg.mode == "async" and ranks.enabled:
+        # Each rank's pending rollouts would have to be checkpointed too (rank 0 writes alone).
+        raise ValueError("mode: async runs on one trainer process for now (gpus: 1); use mode: sync under torchrun")
     seed_everything(cfg.seed)
     device, dtype = pick_device_and_dtype(cfg.dtype)
     instance_ids = load_instance_ids(cfg.data.instance_ids, cfg.data.path, cfg.data.column)
     fingerprint = data_fingerprint(instance_ids, cfg.seed)
 
     model, tokenizer = load_policy(cfg.model_path, cfg.lora, dtype, device,
-                                   cfg.gradient_checkpointing and device.type == "cuda")
+                                   cfg.gradient_checkpointing and device.type == "cuda", cfg.finetune)
     chat = load_chat(cfg, tokenizer)
     stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -228,6 +233,7 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
                            cfg.max_new_tokens_per_turn or cfg.max_new_tokens, cfg.max_seq_len)
 
     step, position = 0, DataPosition()
+    pipeline_state, pending = None, None
     checkpoint = resolve_resume(cfg.output_dir, resume)
     if checkpoint is not None:
         state, rng_state = load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
@@ -236,6 +242,7 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
                                f"(fingerprint {state.get('data_fingerprint')} != {fingerprint}: "
                                "samples or seed changed); refusing to resume")
         step, position = state["step"], DataPosition(state["data_epoch"], state["data_index"])
+        pipeline_state, pending = state, load_extra_file(checkpoint, PENDING_FILE)
         restore_rng_state(rng_state)
         emit("resumed", step=step, checkpoint=checkpoint)
     elif resume is not None:
@@ -245,7 +252,8 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
     distributed.broadcast_parameters(ranks, params)  # identical adapters on every rank, fresh or resumed
     total, trainable = count_parameters(model)
     generator, generator_reason = make_generator(cfg, model, tokenizer, stops, device,
-                                                 Sampling(cfg.temperature, cfg.top_p, cfg.top_k), ranks.world_size)
+                                                 Sampling(cfg.temperature, cfg.top_p, cfg.top_k), ranks.world_size,
+                                                 ranks=ranks)
     ignored = getattr(generator, "ignored_generation_config", None) or {}
     if ignored:
         log(f"ignoring the model's generation_config settings {ignored}: only the config's sampling applies")
@@ -266,6 +274,13 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
 
     client = distributed.ShardedEnvClient(EnvClient(cfg.env_url, cfg.env_timeout_s), ranks)
     last_saved = step if checkpoint is not None else None
+    # Which batch each step learns from (lag 0 = sync; pipeline.py).
+    pipeline = restore_pipeline(cfg.max_staleness if cfg.mode == "async" else 0, cfg.total_steps, step, position,
+                                pipeline_state, pending)
+
+    def play(batch_ids: list, batch_step: int) -> list:
+        return run_rollouts(client, generator, chat, batch_ids, cfg.group_size, env_seed(cfg.seed, batch_step),
+                            limits, lambda: stop.requested)
 
     def save(at_step: int, rng_state: dict, at_position: DataPosition):
         """Rank 0 writes (every rank holds the same state); the others wait for it."""
@@ -274,8 +289,11 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
             path = save_checkpoint(cfg.output_dir, at_step, model=model, optimizer=optimizer, scheduler=scheduler,
                                    rng_state=rng_state, data_position=at_position,
                                    extra_state={"data_fingerprint": fingerprint, "algorithm": cfg.algorithm,
-                                                "total_steps": cfg.total_steps, "world_size": ranks.world_size},
-                                   keep=cfg.keep_checkpoints)
+                                                "total_steps": cfg.total_steps, "world_size": ranks.world_size,
+                                                "mode": cfg.mode, **pipeline.checkpoint_state()},
+                                   keep=cfg.keep_checkpoints,
+                                   extra_files={PENDING_FILE: pipeline.checkpoint_pending()} if pipeline.pending
+                                   else None)
             emit("checkpoint", step=at_step, path=path)
         distributed.barrier(ranks)
         return path
@@ -284,23 +302,28 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
         if distributed.any_rank(ranks, stop.requested):
             break
         rng_at_start, position_at_start = capture_rng_state(), position
-        batch_ids, next_position = next_batch(instance_ids, cfg.seed, position, cfg.batch_size)
+        pipeline_at_start = pipeline.snapshot()
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats()
         started = time.perf_counter()
         generator.sync_weights(step)
-        rollouts = None
+        aborted = False
+        generated_before = sum(r.generated_tokens for b in pipeline.pending for r in b.rollouts)
         try:
-            rollouts = run_rollouts(client, generator, chat, batch_ids, cfg.group_size, env_seed(cfg.seed, step),
-                                    limits, lambda: stop.requested)
+            pipeline.fill(step, instance_ids, cfg.seed, cfg.batch_size, play)
         except StepAborted:
-            pass
-        if distributed.any_rank(ranks, rollouts is None):
-            # Nothing was learnt from this step: checkpoint its starting state.
+            aborted = True
+        if distributed.any_rank(ranks, aborted):
+            # Nothing was learnt from this step: checkpoint its starting state (with the
+            # batches pending then; the ones generated since are played again on resume).
+            pipeline.restore(pipeline_at_start)
             path = save(step, rng_at_start, position_at_start) if last_saved != step else None
             emit("stopped", step=step, signal=stop.signal_name, checkpoint=path, aborted_step=step + 1)
             return 0
         rolled = time.perf_counter()
+        generated_now = sum(r.generated_tokens for b in pipeline.pending for r in b.rollouts) - generated_before
+        batch = pipeline.take(step)
+        rollouts, next_position = batch.rollouts, batch.position_after
         everyone = distributed.gather_rollouts(ranks, rollouts)
         rollouts, items = training_items(rollouts, cfg.group_size, settings.normalize_advantage_std,
                                          cfg.mask_unanswered_at_turn_limit, everyone)
@@ -311,13 +334,17 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
                                mini_batches=cfg.mini_batches_per_step, max_grad_norm=cfg.max_grad_norm,
                                track_kl=cfg.track_kl, temperature=cfg.temperature,
                                importance_sampling_cap=cfg.importance_sampling_cap,
-                               before_step=lambda ps: distributed.average_gradients(ranks, ps))
+                               before_step=lambda ps: distributed.average_gradients(ranks, ps),
+                               global_index=[it.global_index for it in items], global_count=len(everyone),
+                               gradient_ranks=ranks.world_size, behaviour_old=cfg.mode == "async")
         update = distributed.reduce_update_stats(ranks, update)
         updated = time.perf_counter()
+        staleness = step - batch.policy_version
         step, position = step + 1, next_position
 
         rollout_tokens = sum(r.generated_tokens for r in everyone)
         metrics = {"step": step, "epoch": position_at_start.epoch,
+                   "policy_version": batch.policy_version, "staleness": staleness,
                    **rollout_metrics(everyone, cfg.mask_unanswered_at_turn_limit),
                    "kl": update["kl"], "loss": update["loss"], "clip_ratio": update["clip_ratio"],
                    "grad_norm": update["grad_norm"], "lr": update["lr"],
@@ -327,7 +354,9 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
                    "env_time_s": client.take_seconds(),
                    "update_time_s": updated - rolled, "rollout_tokens": rollout_tokens,
                    "train_tokens": update["train_tokens"],
-                   "rollout_tokens_per_s": rollout_tokens / max(rolled - started, 1e-9),
+                   # tokens generated during this step (in async mode: for a later step's batch)
+                   "rollout_tokens_per_s": ((rollout_tokens if cfg.mode == "sync" else generated_now)
+                                            / max(rolled - started, 1e-9)),
                    "train_tokens_per_s": update["train_tokens"] / max(updated - rolled, 1e-9)}
         if device.type == "cuda":
             metrics["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30

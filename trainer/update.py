@@ -7,6 +7,16 @@ gradient of the mean loss over all rollouts regardless of micro-batching.
 Rollouts whose loss is masked (CodeScout §3.4) still count in that
 denominator: masking removes their gradient, it does not up-weight the rest.
 
+Under torchrun each rank holds a contiguous share of the step's rollouts
+(trainer/distributed.py). Mini-batches are cut from the step's GLOBAL order
+(`global_index`, `global_count`), so a rank's part of mini-batch j is the
+rollouts of its share that fall in j (possibly none); each sequence's loss is
+divided by the size of the global mini-batch and multiplied by the number of
+ranks whose gradients are averaged, so the averaged gradient is the global
+mini-batch's mean and N ranks take every one of the M optimizer steps one
+rank would. The step's stats come back as sums and counts too (`totals`), so
+distributed.reduce_update_stats weights every rank by its tokens.
+
 pi_old is the trainer's log-prob of each sampled token before this step's
 first optimizer update. With one mini-batch (the default, as in the papers'
 synchronous runs) that is the current log-prob detached (ratio 1: the clip
@@ -41,6 +51,7 @@ class TrainItem:
     advantage: float
     weight: float  # 1 = trained, 0 = loss masked
     sampler_logprobs: Optional[list] = None  # aligned with ids; None = the sampler reported none
+    global_index: Optional[int] = None  # place in the step's rollouts of all ranks (train.training_items)
 
 
 def micro_batches(lengths: list, indices: list, max_tokens: int) -> list:
@@ -85,31 +96,51 @@ def collate(items: list, rows: list, pad_id: int, device) -> tuple:
     return input_ids.to(device), attention.to(device), loss_mask.to(device), advantages.to(device)
 
 
+def global_mini_batches(global_index: list, global_count: int, mini_batches: int) -> list:
+    """[(rows of this process in global mini-batch j, size of global mini-batch j)] for j < M.
+
+    Contiguous mini-batches of the step's global order keep a prompt's group
+    together; every process gets all M entries (some with no rows), so all
+    take part in every gradient all-reduce."""
+    size = -(-global_count // mini_batches)
+    plans = []
+    for start in range(0, global_count, size):
+        end = min(start + size, global_count)
+        plans.append(([i for i, g in enumerate(global_index) if start <= g < end], end - start))
+    return plans
+
+
 def policy_update(model, optimizer, scheduler, items: list, settings: LossSettings, *, pad_id: int,
                   device, micro_batch_tokens: int, mini_batches: int, max_grad_norm: float,
                   track_kl: bool, temperature: float = 1.0, importance_sampling_cap: Optional[float] = None,
-                  before_step=None) -> dict:
+                  before_step=None, global_index: Optional[list] = None, global_count: Optional[int] = None,
+                  gradient_ranks: int = 1, behaviour_old: bool = False) -> dict:
     """Run `mini_batches` optimizer updates over `items`; return the update's stats.
 
     `before_step(params)`, when given, runs after each mini-batch's backward
     passes and before clipping: trainer/distributed.py averages the gradients
-    over the ranks there.
+    over the `gradient_ranks` ranks there. `global_index[i]` is item i's place
+    in the step's rollouts of all ranks (`global_count` of them); by default
+    this process holds them all. `behaviour_old` (mode: async, pipeline.py):
+    pi_old is the sampling policy's log-prob of each token (the rollouts may
+    be stale), so the ratio and its clip measure the distance from the policy
+    that sampled them.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     lengths = [len(it.ids) for it in items]
     need_ref = settings.kl_beta > 0 or track_kl
-    # Contiguous mini-batches keep a prompt's group together.
-    size = -(-len(items) // mini_batches)
-    splits = [list(range(s, min(s + size, len(items)))) for s in range(0, len(items), size)]
-    plans = [(rows_all, micro_batches(lengths, [i for i in rows_all if items[i].weight > 0], micro_batch_tokens))
-             for rows_all in splits]
+    if global_index is None:
+        global_index, global_count = list(range(len(items))), len(items)
+    plans = [(rows_all, count, micro_batches(lengths, [i for i in rows_all if items[i].weight > 0],
+                                             micro_batch_tokens))
+             for rows_all, count in global_mini_batches(global_index, global_count, mini_batches)]
     logprobs = lambda ids, attn, lmask: token_logprobs(model, ids, attn, lmask, temperature=temperature)  # noqa: E731
 
     model.train()
     old_cache = {}
     if mini_batches > 1:
         with torch.no_grad():
-            for _, micros in plans:
+            for _, _, micros in plans:
                 for rows in micros:
                     ids, attn, lmask, _ = collate(items, rows, pad_id, device)
                     old_cache[tuple(rows)] = logprobs(ids, attn, lmask)
@@ -117,9 +148,10 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
     totals = dict(loss=0.0, clipped=0.0, clip_units=0.0, kl_sum=0.0, kl_tokens=0.0, tokens=0,
                   mismatch_sum=0.0, mismatch_tokens=0.0, is_weight_sum=0.0, is_weight_units=0.0)
     grad_norms, lrs = [], []
-    for rows_all, micros in plans:
+    for _rows, global_rows, micros in plans:
         optimizer.zero_grad(set_to_none=True)
-        denominator = float(len(rows_all))
+        # The global mini-batch's mean once the ranks' gradients are averaged.
+        denominator = float(global_rows) / gradient_ranks
         for rows in micros:
             ids, attn, lmask, adv = collate(items, rows, pad_id, device)
             ref = None
@@ -131,6 +163,11 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             sampler, has_sampler = collate_sampler_logprobs(items, rows, device)
             sampled_mask = lmask * has_sampler[:, None]
             totals["mismatch_sum"] += float(((sampler - old).abs() * sampled_mask).sum())
+            if behaviour_old:
+                if float(has_sampler.min()) < 1:
+                    raise RuntimeError("mode: async needs the sampler's log-probs of every rollout (the HF engine "
+                                       "always reports them; vLLM only at temperature 1)")
+                old = torch.where(lmask > 0, sampler, old)
             totals["mismatch_tokens"] += float(sampled_mask.sum())
             is_weights = None
             if importance_sampling_cap is not None:
@@ -171,4 +208,21 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
                                  if totals["mismatch_tokens"] else None),
         "is_weight_mean": (totals["is_weight_sum"] / totals["is_weight_units"]
                            if totals["is_weight_units"] else None),
+        # Sums and counts behind the ratios above, for distributed.reduce_update_stats.
+        "totals": {k: totals[k] for k in RATIO_TOTALS},
     }
+
+
+# ratio stat -> (numerator, denominator) in policy_update's totals
+RATIOS = {"clip_ratio": ("clipped", "clip_units"), "kl": ("kl_sum", "kl_tokens"),
+          "sampler_logprob_diff": ("mismatch_sum", "mismatch_tokens"),
+          "is_weight_mean": ("is_weight_sum", "is_weight_units")}
+RATIO_TOTALS = tuple(name for pair in RATIOS.values() for name in pair)
+
+
+def ratio_stats(totals: dict, empty_clip_ratio: float = 0.0) -> dict:
+    """The ratio stats from (summed) totals: None where nothing was counted (clip_ratio: 0)."""
+    out = {}
+    for key, (num, den) in RATIOS.items():
+        out[key] = totals[num] / totals[den] if totals[den] else (empty_clip_ratio if key == "clip_ratio" else None)
+    return out

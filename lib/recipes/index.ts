@@ -38,6 +38,8 @@ const RecipePresetSchema = z
 
 const PresetsSchema = z.object({
   $comment: z.string(),
+  /** The papers' per-model-size training setups (trainer config `paper_setup`); read by trainer/recipes.py. */
+  setups: z.record(z.string(), z.union([z.string(), z.record(z.string(), entry(z.unknown()))])),
   algorithms: z.record(
     TrainerAlgorithmName,
     z.object({ clip_low: entry(z.number()), clip_high: entry(z.number()), normalize_advantage_std: entry(z.boolean()) }).strict(),

@@ -57,6 +57,10 @@ export const TrainerConfigSchema = z
     // The recipe preset and what may override it (lib/recipes/presets.json).
     seed: int.min(0).optional(),
     recipe: text.optional(),
+    /** A paper's setup for one model size (lib/recipes/presets.json `setups`, e.g. "codescout-4b"; CodeScout §4.1). */
+    paper_setup: text.nullable().optional(),
+    /** "lora" (CodeGrep App. A.4) or "full" (every weight; CodeScout §4.1 uses no LoRA). */
+    finetune: z.enum(['lora', 'full']).optional(),
     algorithm: z.enum(['grpo', 'gspo', 'dr_grpo']).optional(),
     max_turns: positiveInt.optional(),
     max_new_tokens: positiveInt.optional(),
@@ -80,6 +84,13 @@ export const TrainerConfigSchema = z
     weight_decay: z.number().min(0).optional(),
     max_grad_norm: z.number().optional(),
     mini_batches_per_step: positiveInt.optional(),
+    /**
+     * "async": CodeScout §3.4 (SkyRL's asynchronous training): a step may learn from rollouts sampled up to
+     * `max_staleness` steps earlier (CodeScout: 4), importance-corrected and clipped against the sampling policy
+     * (trainer/pipeline.py). "sync" (the trainer's default): on-policy.
+     */
+    mode: z.enum(['sync', 'async']).optional(),
+    max_staleness: positiveInt.optional(),
     importance_sampling_cap: z.number().nullable().optional(),
     lora: LoraSchema.optional(),
     checkpoint_every: positiveInt.optional(),

@@ -44,3 +44,20 @@ def test_benchmark_reports_every_figure(tokenizer):
     assert 0 < result["env_share_of_step"] < 1
     assert 0 < result["update_mfu"] < 1.5  # a FLOP count off by a large factor would show here
     assert result["plain_generate"]["rows"] == 8
+    # Prefill is counted: every turn re-encodes its context, so prefill tokens exceed the prompt
+    # tokens of the first turn alone, and the generation FLOPs are prefill + decode.
+    assert result["rollout_prefill_tokens_per_step"] > result["plain_generate"]["prefill_tokens"]
+    assert result["rollout_decode_tokens_per_step"] == pytest.approx(result["completion_len_mean"] * 8)
+    assert result["rollout_turn_generations_per_step"] == pytest.approx(result["turns_mean"] * 8)
+    assert result["generation_tflop_per_step"] == pytest.approx(
+        result["prefill_tflop_per_step"] + result["decode_tflop_per_step"])
+    assert result["prefill_tflop_per_step"] > 0 and result["rollout_processed_tokens_per_s"] > 0
+    assert result["rollout_vs_plain_generate_processed"] > 0
+
+
+def test_prefill_and_decode_flops_count_each_token_once():
+    counts = {"body": 1000, "head": 100, "layers": 2, "width": 8}
+    # One row: a 10-token prompt, 3 generated tokens (2 fed back, at contexts 11 and 12).
+    assert bench_train.prefill_flops(counts, [(10, 3)]) == 2 * 1000 * 10 + 2 * 2 * 8 * 100 + 2 * 100
+    assert bench_train.decode_flops(counts, [(10, 3)]) == 2 * 2 * 1100 + 4 * 2 * 8 * (11 + 12)
+    assert bench_train.decode_flops(counts, [(10, 1)]) == 0

@@ -69,14 +69,12 @@ def _assert_same_adapter(result: dict, reference: dict) -> None:
         assert torch.allclose(result[key], reference[key], atol=2e-4, rtol=1e-3), key
 
 
-@pytest.fixture(scope="module")
-def reference_run(tmp_path_factory, tiny_model_dir):
-    """One process, three steps: the adapter and the step lines to match."""
+def _one_process(tmp_path_factory, tiny_model_dir, **shape):
     from trainer.scripted_env import ScriptedEnv, serve
 
     server = serve(ScriptedEnv(max_turns=3, tool_calls_per_turn=2, observation_chars=60))
     tmp = tmp_path_factory.mktemp("one-process")
-    config = tiny_config(tmp, f"http://127.0.0.1:{server.server_address[1]}", tiny_model_dir, **SHAPE)
+    config = tiny_config(tmp, f"http://127.0.0.1:{server.server_address[1]}", tiny_model_dir, **shape)
     assert train.main(["--config", write_config(tmp, config)]) == 0
     server.shutdown()
     server.server_close()
@@ -84,6 +82,45 @@ def reference_run(tmp_path_factory, tiny_model_dir):
     first = load_file(os.path.join(complete_checkpoints(config["output_dir"])[0][1], "adapter_model.safetensors"))
     assert any(not torch.allclose(first[k], trained[k]) for k in trained), "the reference did not train"
     return trained, _metrics(config["output_dir"])
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory, tiny_model_dir):
+    """One process, three steps: the adapter and the step lines to match."""
+    return _one_process(tmp_path_factory, tiny_model_dir, **SHAPE)
+
+
+# Three mini-batches of 2 over the 6 rollouts: rank 0 holds rollouts 0-2 (mini-batch 0 and half of 1),
+# rank 1 holds 3-5 (the other half of 1 and mini-batch 2), so each rank sits out one optimizer step's
+# gradient and shares one. A tight GSPO-style clip makes the later mini-batches' clip act; KL is tracked.
+MINI_BATCHED = dict(SHAPE, mini_batches_per_step=3, clip_low=1e-3, clip_high=1e-3, track_kl=True)
+
+
+@pytest.fixture(scope="module")
+def mini_batched_reference(tmp_path_factory, tiny_model_dir):
+    return _one_process(tmp_path_factory, tiny_model_dir, **MINI_BATCHED)
+
+
+def test_two_processes_take_the_mini_batch_steps_of_one(tmp_path, tiny_model_dir, env_server,
+                                                        mini_batched_reference):
+    _, url = env_server
+    reference, reference_steps = mini_batched_reference
+    config = tiny_config(tmp_path, url, tiny_model_dir, **MINI_BATCHED)
+    child = _torchrun(write_config(tmp_path, config), 2)
+    _out, err = child.communicate(timeout=400)
+    assert child.returncode == 0, err[-3000:]
+    steps = _metrics(config["output_dir"])
+    assert len(steps) == len(reference_steps) == 3
+    for mine, theirs in zip(steps, reference_steps):
+        assert mine["train_tokens"] == theirs["train_tokens"]
+        assert mine["lr"] == pytest.approx(theirs["lr"])
+        # Ratios weighted by tokens (sequences for the clip), as one process counts them.
+        assert mine["kl"] == pytest.approx(theirs["kl"], rel=1e-3, abs=1e-7)
+        assert mine["clip_ratio"] == pytest.approx(theirs["clip_ratio"], abs=1e-9)
+        # Float noise only: the two processes generate in other batch compositions (measured: 2e-7 vs 0).
+        assert mine["sampler_logprob_diff"] == pytest.approx(theirs["sampler_logprob_diff"], rel=1e-3, abs=1e-5)
+    assert any(s["clip_ratio"] > 0 for s in reference_steps), "the clip never acted: the test shows nothing"
+    _assert_same_adapter(_adapter(config["output_dir"]), reference)
 
 
 def test_two_processes_end_with_the_adapter_of_one(tmp_path, tiny_model_dir, env_server, reference_run):

@@ -78,3 +78,41 @@ def test_constant_schedule_keeps_the_peak_lr():
     assert cosine(0) == 1.0 and cosine(99) < 0.01
     with pytest.raises(ValueError, match="unknown lr schedule"):
         lr_multiplier("linear", 10, 0.0)
+
+
+# CodeScout §4.1 per model size: (batch, group, turns, context, fine-tuning).
+@pytest.mark.parametrize("setup, expected", [
+    ("codescout-1.7b", (8, 8, 4, 32768, "full")),
+    ("codescout-4b", (8, 8, 6, 40960, "full")),
+    ("codescout-14b", (32, 4, 4, 51200, "lora")),
+])
+def test_a_paper_setup_gets_the_papers_shape_for_its_model_size(setup, expected):
+    c, effective = parse_config_with_recipe({**MINIMAL, "paper_setup": setup})
+    assert (c.batch_size, c.group_size, c.max_turns, c.max_seq_len, c.finetune) == expected
+    # CodeScout §3.4: asynchronous, staleness up to 4; the setup brings the CodeScout recipe (GSPO, its clip).
+    assert (c.mode, c.max_staleness, c.recipe, c.algorithm, c.clip_low) == ("async", 4, "codescout", "gspo", 3e-4)
+    for key in ("batch_size", "group_size", "max_turns", "max_seq_len", "mode", "finetune"):
+        assert re.search(r"CodeScout §\d", effective[key]["source"]), (key, effective[key])
+    assert effective["paper_setup"] == {"value": setup, "source": "config"}
+
+
+def test_an_explicit_key_wins_over_the_paper_setup():
+    c, effective = parse_config_with_recipe({**MINIMAL, "paper_setup": "codescout-4b", "batch_size": 2,
+                                             "finetune": "lora"})
+    assert (c.batch_size, c.finetune, c.group_size) == (2, "lora", 8)
+    assert effective["batch_size"] == {"value": 2, "source": "config"}
+
+
+def test_without_a_paper_setup_lora_and_sync_stay_the_default():
+    c = parse_config({**MINIMAL, "recipe": "codescout"})
+    assert (c.finetune, c.mode, c.lora.r, c.batch_size, c.group_size) == ("lora", "sync", 32, 64, 8)
+
+
+def test_an_unknown_paper_setup_is_refused_naming_the_choices():
+    with pytest.raises(ConfigError, match="config key 'paper_setup': must be one of codescout-1.7b, codescout-14b"):
+        parse_config({**MINIMAL, "paper_setup": "codescout-7b"})
+
+
+def test_full_fine_tuning_with_a_kl_term_is_refused():
+    with pytest.raises(ConfigError, match="config key 'finetune': full fine-tuning has no frozen reference"):
+        parse_config({**MINIMAL, "finetune": "full", "recipe": "codegrep-v3"})
