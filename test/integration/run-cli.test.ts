@@ -105,11 +105,32 @@ describe('codegrep run tells the truth about a failed stage', () => {
     } finally {
       await close();
     }
-    // Without a worker the re-run never ends: 150 s is several times what a run with its own worker takes here.
-    const second = await codegrepWithin(150_000, 'run', configFile, '--run-id', 'run-cli-rerun-2', '--no-embedded');
+    // Without a worker the re-run never ends: 300 s is several times what a run with its own worker takes here.
+    const second = await codegrepWithin(300_000, 'run', configFile, '--run-id', 'run-cli-rerun-2', '--no-embedded');
     const terminal = second.stdout + second.stderr;
     expect(second.code, terminal).toBe(3);
     expect(terminal).toContain(`no live worker polls task queue ${taskQueue}; starting one in this process`);
     expect(second.stdout).toMatch(/\n {2}catm {9}completed\n/);
+  }, 700_000);
+
+  it("a poller this machine cannot check (another node's, since gone) is trusted at first; the unclaimed workflow task is reported and a worker started", async () => {
+    const { client, close } = await testClient();
+    try {
+      // One short poll under another node's identity: the server lists it as a recent poller.
+      await client
+        .withDeadline(Date.now() + 1_500, () =>
+          client.workflowService.pollWorkflowTaskQueue({ namespace: 'codegrep', taskQueue: { name: taskQueue }, identity: 'gpu-node-7' }),
+        )
+        .catch(() => undefined);
+    } finally {
+      await close();
+    }
+    const out = await codegrepWithin(300_000, 'run', configFile, '--run-id', 'run-cli-foreign-poller', '--no-embedded');
+    const terminal = out.stdout + out.stderr;
+    expect(out.code, terminal).toBe(3);
+    expect(terminal).not.toContain('no live worker polls task queue');
+    expect(terminal).toMatch(
+      /no worker has picked up the pipeline's workflow task for \d+ s \(the worker seen polling task queue [^)]+ is not live\); starting one in this process/,
+    );
   }, 400_000);
 });
