@@ -155,7 +155,9 @@ export async function runCommand(options: RunOptions): Promise<number> {
         watchdogDone = true;
         if (options.worker) await startCpuWorker(notLive(waited));
         else console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
-      })().finally(() => (watching = null));
+      })()
+        .catch((error: unknown) => console.error(`codegrep: could not start a worker in this process: ${rootMessage(error)}`))
+        .finally(() => (watching = null));
     }, 1_000);
     const view = new ProgressView();
     const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);

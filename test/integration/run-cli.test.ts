@@ -116,12 +116,19 @@ describe('codegrep run tells the truth about a failed stage', () => {
   it("a poller this machine cannot check (another node's, since gone) is trusted at first; the unclaimed workflow task is reported and a worker started", async () => {
     const { client, close } = await testClient();
     try {
-      // One short poll under another node's identity: the server lists it as a recent poller.
+      // One short poll under another node's identity: the server lists it as a recent poller. (The frontend refuses a
+      // long poll with less than a few seconds left, without recording it.)
       await client
-        .withDeadline(Date.now() + 1_500, () =>
+        .withDeadline(Date.now() + 5_000, () =>
           client.workflowService.pollWorkflowTaskQueue({ namespace: 'codegrep', taskQueue: { name: taskQueue }, identity: 'gpu-node-7' }),
         )
         .catch(() => undefined);
+      const described = await client.workflowService.describeTaskQueue({
+        namespace: 'codegrep',
+        taskQueue: { name: taskQueue },
+        taskQueueType: 1,
+      });
+      expect((described.pollers ?? []).map((p) => p.identity)).toContain('gpu-node-7');
     } finally {
       await close();
     }
