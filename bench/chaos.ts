@@ -60,6 +60,11 @@ interface Scenario {
    * wrote a run record): they differ by design after a kill. `file` matches the artifact (its manifest too).
    */
   resumeReported?: { file: RegExp; keys: string[] };
+  /**
+   * Files a trial may add by design, beyond the reference's: the checkpoint a SIGTERM-stopped trainer writes of
+   * the step it stopped at (trainer/README.md "Checkpoints, stopping, resuming"), a step no reference stopped at.
+   */
+  addedByDesign?: RegExp;
   /** What a trial does to the run: SIGKILL the workers (the default), or stall the GPU worker past its heartbeat timeout. */
   fault?: 'kill' | 'stall-gpu-worker';
 }
@@ -368,7 +373,8 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     (f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f),
   );
   const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
-  const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
+  const addedByDesign = unexpected.filter((f) => !TEMP_FILE.test(f) && scenario.addedByDesign?.test(f));
+  const extra = unexpected.filter((f) => !TEMP_FILE.test(f) && !addedByDesign.includes(f));
   return {
     artifacts: refA.files.length,
     identical,
@@ -378,6 +384,7 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     differing,
     rowDiffs,
     extra,
+    addedByDesign,
     leftoverTemps,
     journalSame,
   };
@@ -654,7 +661,7 @@ async function scenarios(): Promise<Scenario[]> {
           if (!existsSync(saved)) throw new Error('chaos: the training scenario needs its environment run first');
           cpSync(saved, runDir, { recursive: true });
         },
-        ...(stubborn ? { fault: 'stall-gpu-worker' as const } : {}),
+        ...(stubborn ? { fault: 'stall-gpu-worker' as const, addedByDesign: /^trainer\/checkpoints\/step-\d+\// } : {}),
       };
       scenario.setup = async () => {
         if (!environmentMade) {
