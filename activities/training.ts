@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import * as training from '../lib/training';
 import { TrainSegmentInputSchema, TrainingHeartbeatSchema } from '../schemas/training/activity-io';
 import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat, TrainingProgress } from '../schemas/training/activity-io';
-import { activityClient, configError, invalidInput, nonRetryable } from './kit';
+import { activityClient, captureActivityLog, configError, invalidInput, nonRetryable } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -20,6 +20,9 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSegmentResult> {
   const input = TrainSegmentInputSchema.parse(rawInput);
   const context = Context.current();
+  // Captured now: the trainer's force-kill, the store's push errors and the environment server log from callbacks
+  // that may run outside this activity's async context or after it ended (activities/kit/activity-log.ts).
+  const log = captureActivityLog(context);
   const previous = TrainingHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   if (previous.success)
     log.info('training: retrying a segment from its last heartbeat', { segment: input.segment, heartbeat: previous.data });
@@ -39,7 +42,8 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
             .catch(() => undefined)
       : null;
   const progress = new training.SegmentProgress(beat, input.segment, input.training.progressEveryMs, {
-    heartbeat: (details) => context.heartbeat(details),
+    // A heartbeat after the end would belong to no attempt: dropped.
+    heartbeat: (details) => (log.ended ? undefined : context.heartbeat(details)),
     signal,
   });
   progress.heartbeat();
@@ -64,6 +68,9 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     if (error instanceof training.SegmentConfigError) throw configError(error.message);
     if (error instanceof training.NoTrainableSamplesError) throw invalidInput(error.message);
     if (error instanceof training.TrainerProtocolError) throw nonRetryable('TrainerProtocolError', error.message);
+    // Retryable: the retry may land on another node; on this one it tries to stop the stuck process first.
+    if (error instanceof training.TrainerUnkillableError)
+      throw ApplicationFailure.create({ type: 'TrainerUnkillable', message: error.message });
     if (error instanceof training.TrainerExitError) {
       throw ApplicationFailure.create({
         type: error.permanent ? 'TrainerConfigError' : 'TrainerFailed',
@@ -74,6 +81,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     throw error;
   } finally {
     clearInterval(keepAlive);
+    log.end();
   }
 }
 

@@ -13,6 +13,13 @@
  * evaluation (BM25 and a scripted agentic retriever), downstream (the scripted frozen agent on the acme/calc
  * fixture, real pytest), training (the real trainer on the CPU with a tiny random model, a smoke run: the GPU
  * worker is killed too).
+ *
+ * One fault is not a kill: `trainer-ignores-sigterm` runs the training stage with a trainer that does not exit on
+ * SIGTERM (the real trainer checkpoints and exits, its launcher stays, as a rank stuck in a CUDA or NCCL call
+ * does) and stalls the GPU worker (SIGSTOP, then SIGCONT) past the heartbeat timeout, so the server gives the
+ * segment's attempt up and the worker cancels it: the trainer gets SIGTERM, ignores it, and is killed with its
+ * process group after stopGraceMs. A trial passes only if the same GPU worker process lives on and the retry
+ * finishes the run with the reference's artifacts (its line says whether the force-kill happened).
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -53,6 +60,13 @@ interface Scenario {
    * wrote a run record): they differ by design after a kill. `file` matches the artifact (its manifest too).
    */
   resumeReported?: { file: RegExp; keys: string[] };
+  /**
+   * Files a trial may add by design, beyond the reference's: the checkpoint a SIGTERM-stopped trainer writes of
+   * the step it stopped at (trainer/README.md "Checkpoints, stopping, resuming"), a step no reference stopped at.
+   */
+  addedByDesign?: RegExp;
+  /** What a trial does to the run: SIGKILL the workers (the default), or stall the GPU worker past its heartbeat timeout. */
+  fault?: 'kill' | 'stall-gpu-worker';
 }
 
 /** `<artifact>.tmp-<pid>-<hex>`: the temp file of an atomic write (lib/artifacts/atomic-write.ts) whose writer was killed. */
@@ -65,7 +79,7 @@ const flag = (name: string, fallback: number) => {
 };
 const TRIALS = flag('trials', 10);
 const SEED = flag('seed', 1);
-const ALL = ['catm', 'environment', 'evaluation', 'training', 'downstream'];
+const ALL = ['catm', 'environment', 'evaluation', 'training', 'downstream', 'trainer-ignores-sigterm'];
 const flagValues = new Set(['--trials', '--seed'].flatMap((f) => (args.indexOf(f) >= 0 ? [args[args.indexOf(f) + 1]] : [])));
 const chosen = args.filter((a) => !a.startsWith('--') && !flagValues.has(a));
 for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: unknown stage "${stage}" (known: ${ALL.join(', ')})`);
@@ -126,11 +140,18 @@ async function startWorker(): Promise<void> {
   worker.stderr?.resume();
 }
 
+/** The GPU worker's output since it started: a trial counts the force-kills it logged. */
+let gpuWorkerOutput = '';
 async function startGpuWorker(): Promise<void> {
+  gpuWorkerOutput = '';
   gpuWorker = await spawnWorkerAt(address(), taskQueue, gpuEnv, 'workers/gpu.ts');
-  gpuWorker.stdout?.resume();
-  gpuWorker.stderr?.resume();
+  const keep = (chunk: Buffer) => (gpuWorkerOutput = (gpuWorkerOutput + chunk.toString()).slice(-1_000_000));
+  gpuWorker.stdout?.on('data', keep);
+  gpuWorker.stderr?.on('data', keep);
 }
+const FORCE_KILL_LINE = /the trainer did not exit within \d+ ms of SIGTERM; killing its process group/g;
+const forceKillsLogged = () => gpuWorkerOutput.match(FORCE_KILL_LINE)?.length ?? 0;
+const gpuWorkerRuns = () => gpuWorker !== null && gpuWorker.exitCode === null && gpuWorker.signalCode === null;
 
 /** A trainer orphaned by a killed GPU worker runs in its own process group; the next attempt reaps it, and so does this at the end. */
 function killOrphanedTrainer(): void {
@@ -352,7 +373,8 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     (f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f),
   );
   const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
-  const extra = unexpected.filter((f) => !TEMP_FILE.test(f));
+  const addedByDesign = unexpected.filter((f) => !TEMP_FILE.test(f) && scenario.addedByDesign?.test(f));
+  const extra = unexpected.filter((f) => !TEMP_FILE.test(f) && !addedByDesign.includes(f));
   return {
     artifacts: refA.files.length,
     identical,
@@ -362,6 +384,7 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     differing,
     rowDiffs,
     extra,
+    addedByDesign,
     leftoverTemps,
     journalSame,
   };
@@ -396,7 +419,34 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
   await withClient((client) => client.workflow.start(scenario.workflow, { taskQueue, workflowId, args: [scenario.input] }));
   let kills = 0;
   let serverKills = 0;
-  if (chaos) {
+  const stalled = { stalls: 0, forceKills: 0, gpuWorkerSurvived: true };
+  if (chaos && scenario.fault === 'stall-gpu-worker') {
+    const worker = gpuWorker!;
+    const forceKillsBefore = forceKillsLogged();
+    await new Promise((r) => setTimeout(r, chaos.killAtMs));
+    const closed = await withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING');
+    if (!closed) {
+      // Past the segment's heartbeat timeout (4 s in its input): the server gives the attempt up.
+      process.kill(worker.pid!, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, STALL_MS));
+      process.kill(worker.pid!, 'SIGCONT');
+      stalled.stalls += 1;
+    }
+    // A worker that died (the failure this fault looks for) is replaced, so the run can still end and be counted.
+    for (;;) {
+      const running = await withClient(
+        async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING',
+      );
+      if (!running) break;
+      if (!gpuWorkerRuns()) {
+        stalled.gpuWorkerSurvived = false;
+        await startGpuWorker();
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    stalled.gpuWorkerSurvived &&= gpuWorker === worker && gpuWorkerRuns();
+    stalled.forceKills = gpuWorker === worker ? forceKillsLogged() - forceKillsBefore : 0;
+  } else if (chaos) {
     await new Promise((r) => setTimeout(r, chaos.killAtMs));
     const closed = await withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING');
     if (!closed) {
@@ -427,9 +477,11 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
     ms: Date.now() - started,
     kills,
     serverKills,
+    ...(scenario.fault === 'stall-gpu-worker' ? stalled : {}),
     requests: (scenario.llm?.requests.length ?? 0) - requestsBefore,
   };
 }
+const STALL_MS = 9_000;
 
 // ---- scenarios --------------------------------------------------------------------------------------------
 
@@ -532,7 +584,8 @@ async function scenarios(): Promise<Scenario[]> {
       for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
     };
   }
-  if (stages.includes('training')) {
+  const trainingStages = stages.filter((stage) => stage === 'training' || stage === 'trainer-ignores-sigterm');
+  if (trainingStages.length > 0) {
     // As test/integration/training.test.ts: the real trainer on the CPU, a tiny randomly initialised Qwen3-shaped
     // model (a smoke run: it cannot learn), group 2, one prompt per step, a checkpoint every step.
     const modelDir = path.join(work, 'tiny-model');
@@ -541,58 +594,95 @@ async function scenarios(): Promise<Scenario[]> {
       stdio: 'ignore',
     });
     const saved = path.join(work, 'environment-for-training');
-    const scenario: Scenario & { setup?: () => Promise<void> } = {
-      stage: 'training',
-      workflow: 'training',
-      input: {
-        ...environmentInput,
-        stages: ['training'],
-        artifacts: { samples: null }, // set by setup: the environment stage's samples
-        temporal: { activityTimeouts: { training: { heartbeatMs: 4_000 } } },
-        training: {
-          modelDir,
-          smokeRun: true,
-          recipe: 'v3',
-          steps: 4,
-          segmentSteps: 4,
-          groupSize: 2,
-          batchSize: 1,
-          checkpointEvery: 1,
-          keepCheckpoints: 20,
-          limits: { maxTurns: 1, maxNewTokens: 8, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
-          lora: { r: 4, alpha: 8 },
-          lr: 1e-3,
-          warmupRatio: 0,
-          trainer: { generator: 'hf', micro_batch_tokens: 8192 },
-          gpuTaskQueue,
-          stopGraceMs: 20_000,
-          progressEveryMs: 300,
+    // The trainer of `trainer-ignores-sigterm`: the real one, under a launcher that, once SIGTERM came, outlives the
+    // trainer's own exit and ignores every further SIGTERM (a rank stuck in a CUDA or NCCL call); only SIGKILL ends it.
+    const stubbornPython = path.join(work, 'stubborn-python.sh');
+    writeFileSync(
+      stubbornPython,
+      [
+        '#!/bin/sh',
+        'stuck=',
+        "trap 'stuck=1' TERM",
+        `'${path.join(repoRoot, '.venv/bin/python')}' "$@"`,
+        'code=$?',
+        'if [ -n "$stuck" ]; then',
+        "  trap '' TERM",
+        '  echo "stubborn trainer: ignoring SIGTERM" >&2',
+        '  while :; do sleep 1; done',
+        'fi',
+        'exit $code',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const trainingInput = {
+      ...environmentInput,
+      stages: ['training'],
+      artifacts: { samples: null as unknown }, // set by setup: the environment stage's samples
+      temporal: { activityTimeouts: { training: { heartbeatMs: 4_000 } } },
+      training: {
+        modelDir,
+        smokeRun: true,
+        recipe: 'v3',
+        steps: 4,
+        segmentSteps: 4,
+        groupSize: 2,
+        batchSize: 1,
+        checkpointEvery: 1,
+        keepCheckpoints: 20,
+        limits: { maxTurns: 1, maxNewTokens: 8, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
+        lora: { r: 4, alpha: 8 },
+        lr: 1e-3,
+        warmupRatio: 0,
+        trainer: { generator: 'hf', micro_batch_tokens: 8192 },
+        gpuTaskQueue,
+        stopGraceMs: 20_000,
+        progressEveryMs: 300,
+      },
+    };
+    let environmentMade = false;
+    for (const stage of trainingStages) {
+      const stubborn = stage === 'trainer-ignores-sigterm';
+      const scenario: Scenario & { setup?: () => Promise<void> } = {
+        stage,
+        workflow: 'training',
+        input: stubborn
+          ? { ...trainingInput, training: { ...trainingInput.training, python: stubbornPython, stopGraceMs: 3_000 } }
+          : trainingInput,
+        artifactDir: 'training',
+        items: { file: 'training/metrics.parquet', key: (r) => String(r.step) },
+        llm: null,
+        // Each trainer attempt's own stdout/stderr (segments/segment-<n>/attempt-<m>.*): a kill adds an attempt.
+        perAttempt: /^segments\//,
+        // Every metrics row names the trainer attempt that recorded its step (> 1 for the steps redone after the kill)
+        // and the line of that attempt's stdout it came from: both say where the row came from, not what it says.
+        resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt', 'line'] },
+        prepare: () => {
+          if (!existsSync(saved)) throw new Error('chaos: the training scenario needs its environment run first');
+          cpSync(saved, runDir, { recursive: true });
         },
-      },
-      artifactDir: 'training',
-      items: { file: 'training/metrics.parquet', key: (r) => String(r.step) },
-      llm: null,
-      // Each trainer attempt's own stdout/stderr (segments/segment-<n>/attempt-<m>.*): a kill adds an attempt.
-      perAttempt: /^segments\//,
-      // Every metrics row names the trainer attempt that recorded its step (> 1 for the steps redone after the kill)
-      // and the line of that attempt's stdout it came from: both say where the row came from, not what it says.
-      resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt', 'line'] },
-      prepare: () => {
-        if (!existsSync(saved)) throw new Error('chaos: the training scenario needs its environment run first');
-        cpSync(saved, runDir, { recursive: true });
-      },
-    };
-    scenario.setup = async () => {
-      rmSync(runDir, { recursive: true, force: true });
-      const result = (await withClient((client) =>
-        client.workflow.execute('pipeline', { taskQueue, workflowId: `${RUN_ID}/setup-training-environment`, args: [environmentInput] }),
-      )) as { environment: { samples: unknown } };
-      (scenario.input.artifacts as Record<string, unknown>).samples = result.environment.samples;
-      mkdirSync(saved, { recursive: true });
-      for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
-      if (!gpuWorker) await startGpuWorker();
-    };
-    out.push(scenario);
+        ...(stubborn ? { fault: 'stall-gpu-worker' as const, addedByDesign: /^trainer\/checkpoints\/step-\d+\// } : {}),
+      };
+      scenario.setup = async () => {
+        if (!environmentMade) {
+          rmSync(runDir, { recursive: true, force: true });
+          const result = (await withClient((client) =>
+            client.workflow.execute('pipeline', {
+              taskQueue,
+              workflowId: `${RUN_ID}/setup-training-environment`,
+              args: [environmentInput],
+            }),
+          )) as { environment: { samples: unknown } };
+          trainingInput.artifacts.samples = result.environment.samples;
+          mkdirSync(saved, { recursive: true });
+          for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
+          environmentMade = true;
+        }
+        (scenario.input.artifacts as Record<string, unknown>).samples = trainingInput.artifacts.samples;
+        if (!gpuWorker) await startGpuWorker();
+      };
+      out.push(scenario);
+    }
   }
   if (stages.includes('downstream')) {
     // The downstream integration tests' world (test/integration/downstream-fixture.ts): acme/calc with three
@@ -663,6 +753,7 @@ async function main(): Promise<number> {
         lost: 0,
         redoneRequests: 0,
         leftoverTemps: 0,
+        ...(scenario.fault === 'stall-gpu-worker' ? { stalls: 0, forceKills: 0, gpuWorkerSurvived: 0 } : {}),
       };
       for (let trial = 1; trial <= TRIALS; trial++) {
         const killAtMs = Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
@@ -672,7 +763,8 @@ async function main(): Promise<number> {
         const artifacts = completed ? await compare(scenario, snapshot(scenario, `trial-${trial}`), refA, refB) : null;
         const items = completed ? await itemCounts(scenario, refItems.keys) : null;
         const identical = artifacts !== null && artifacts.differing.length === 0 && artifacts.extra.length === 0;
-        const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0;
+        const survived = run.gpuWorkerSurvived ?? true;
+        const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0 && survived;
         const line = {
           ok,
           kind: 'trial',
@@ -682,6 +774,9 @@ async function main(): Promise<number> {
           killAtMs,
           killed: run.kills > 0,
           serverKilled: run.serverKills > 0,
+          ...(scenario.fault === 'stall-gpu-worker'
+            ? { stalledGpuWorker: (run.stalls ?? 0) > 0, forceKills: run.forceKills ?? 0, gpuWorkerSurvived: survived }
+            : {}),
           status: run.status,
           ms: run.ms,
           artifacts,
@@ -703,6 +798,11 @@ async function main(): Promise<number> {
         totals.lost += items?.lost ?? (completed ? 0 : refItems.items);
         totals.redoneRequests += scenario.llm ? run.requests - refRunA.requests : 0;
         totals.leftoverTemps += artifacts?.leftoverTemps.length ?? 0;
+        if (scenario.fault === 'stall-gpu-worker') {
+          totals.stalls! += run.stalls ?? 0;
+          totals.forceKills! += run.forceKills ?? 0;
+          totals.gpuWorkerSurvived! += survived ? 1 : 0;
+        }
         if (!ok) failures += 1;
       }
       console.log(JSON.stringify({ kind: 'summary', ...totals, bytesDifferByDesign: byDesign }));

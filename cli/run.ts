@@ -15,6 +15,8 @@ import { formatCatmSummary, formatEnvironmentSummary, formatFinalScreen } from '
 import { createCpuWorker } from '../workers/cpu';
 import { createGpuWorker } from '../workers/gpu';
 import { rootMessage } from '../lib/errors/root-message';
+import { livePollers, unclaimedWorkflowTaskMs } from './live-pollers';
+import { guardWorkerProcess } from '../workers/process-guard';
 
 export interface RunOptions {
   configFile: string;
@@ -34,20 +36,14 @@ function isLocal(address: string): boolean {
 }
 
 async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 'activity' = 'workflow'): Promise<boolean> {
-  const response = await client.workflowService.describeTaskQueue({
-    namespace: client.options.namespace,
-    taskQueue: { name: taskQueue },
-    taskQueueType: kind === 'workflow' ? 1 : 2,
-  });
-  // The server lists a poller for minutes after its worker died (e.g. a demo stopped with Ctrl-C); a live one
-  // polls again at least once per long-poll (about a minute), so only recent pollers count.
-  const now = Date.now();
-  return (response.pollers ?? []).some((poller) => {
-    const seconds = Number(poller.lastAccessTime?.seconds ?? 0);
-    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
-  });
+  return (await livePollers(client, taskQueue, kind)).length > 0;
 }
-const LIVE_POLLER_MS = 75_000;
+
+/**
+ * How long the pipeline's workflow task may wait for a worker before this command starts one itself: the
+ * poller it trusted (on another machine, or a reused pid) was not live. A live worker starts it within moments.
+ */
+const UNCLAIMED_TASK_MS = 10_000;
 
 export async function runCommand(options: RunOptions): Promise<number> {
   const raw = readConfigFile(options.configFile);
@@ -82,10 +78,19 @@ export async function runCommand(options: RunOptions): Promise<number> {
 
   const connection = await connectClient();
   const client = new Client({ connection, namespace: temporalConfig.namespace });
-  let inProcessWorker: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
+  // Set by startCpuWorker, also from the watchdog below (`as`: TypeScript would narrow a `null` initialiser for good).
+  let inProcessWorker = null as Awaited<ReturnType<typeof createCpuWorker>> | null;
   let workerRun: Promise<void> | null = null;
   let gpuWorker: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
   let gpuWorkerRun: Promise<void> | null = null;
+  let releaseGuard: (() => void) | null = null;
+  const startCpuWorker = async (why: string) => {
+    console.log(`codegrep: ${why}; starting one in this process (bundling workflows)…`);
+    installRunLogger(config.runDir);
+    releaseGuard ??= guardWorkerProcess();
+    inProcessWorker = await createCpuWorker();
+    workerRun = inProcessWorker.worker.run();
+  };
   try {
     const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
     const needGpuWorker =
@@ -96,18 +101,13 @@ export async function runCommand(options: RunOptions): Promise<number> {
     console.log(
       `codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`,
     );
-    if (needCpuWorker) {
-      console.log(
-        `codegrep: no worker polls task queue ${temporalConfig.taskQueues.cpu}; starting one in this process (bundling workflows)…`,
-      );
-      inProcessWorker = await createCpuWorker();
-      workerRun = inProcessWorker.worker.run();
-    }
+    if (needCpuWorker) await startCpuWorker(`no live worker polls task queue ${temporalConfig.taskQueues.cpu}`);
 
     if (needGpuWorker) {
       console.log(
         `codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`,
       );
+      releaseGuard ??= guardWorkerProcess();
       gpuWorker = await createGpuWorker();
       gpuWorkerRun = gpuWorker.worker.run();
     }
@@ -128,8 +128,37 @@ export async function runCommand(options: RunOptions): Promise<number> {
     });
     const webUi = `${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/workflows/${encodeURIComponent(workflowId)}`;
     console.log(`codegrep: pipeline ${workflowId} (run ${handle.firstExecutionRunId})\n  Web UI: ${webUi}`);
-    if (options.detach) return 0;
-
+    // Never wait silently: a workflow task nobody picks up means the worker seen polling was not live.
+    const unclaimedFor = () => unclaimedWorkflowTaskMs(client, workflowId).catch(() => null);
+    const notLive = (waited: number) =>
+      `no worker has picked up the pipeline's workflow task for ${Math.round(waited / 1000)} s (the worker seen polling task queue ${temporalConfig.taskQueues.cpu} is not live)`;
+    if (options.detach) {
+      // Returning leaves nothing behind to run it: wait long enough to tell a user whose worker is dead.
+      for (let i = 0; !needCpuWorker && i < UNCLAIMED_TASK_MS / 1000 + 2; i++) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        const waited = await unclaimedFor();
+        if (waited === null) break;
+        if (waited >= UNCLAIMED_TASK_MS) {
+          console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
+          break;
+        }
+      }
+      return 0;
+    }
+    let watchdogDone = inProcessWorker !== null;
+    let watching: Promise<void> | null = null;
+    const watchdog = setInterval(() => {
+      if (watchdogDone || watching) return;
+      watching = (async () => {
+        const waited = await unclaimedFor();
+        if (waited === null || waited < UNCLAIMED_TASK_MS || watchdogDone) return;
+        watchdogDone = true;
+        if (options.worker) await startCpuWorker(notLive(waited));
+        else console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
+      })()
+        .catch((error: unknown) => console.error(`codegrep: could not start a worker in this process: ${rootMessage(error)}`))
+        .finally(() => (watching = null));
+    }, 1_000);
     const view = new ProgressView();
     const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
     let result: PipelineResult;
@@ -144,6 +173,9 @@ export async function runCommand(options: RunOptions): Promise<number> {
       );
       return 1;
     } finally {
+      watchdogDone = true;
+      clearInterval(watchdog);
+      await watching;
       clearInterval(poll);
       await drawProgress(client, workflowId, view);
       view.stop();
@@ -166,6 +198,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
       await workerRun;
       await inProcessWorker.close();
     }
+    releaseGuard?.();
     await connection.close();
     await closeRunLog();
   }

@@ -7,11 +7,13 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { setActivityClient } from '../activities/kit';
+import { Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { setActivityClient, setWorkerLogger } from '../activities/kit';
 import { describeToolIsolation, probeNamespace } from '../lib/sandbox/namespace';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
+import { guardWorkerProcess } from './process-guard';
+import { trackRunningActivities } from './running-activities';
 
 /** What a caller of createCpuWorker / createGpuWorker may set. */
 export interface WorkerConnectOptions {
@@ -47,12 +49,18 @@ export async function createWorker(
   });
   setActivityClient(new Client({ connection: clientConnection, namespace }));
   console.log(describeToolIsolation(await probeNamespace()));
+  // Lines an activity logs after it ended go through the worker's own logger (activities/kit/activity-log.ts).
+  setWorkerLogger(Runtime.instance().logger);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
     ...defaults,
     taskQueue: options.taskQueue ?? defaults.taskQueue,
     ...options.overrides,
+    interceptors: {
+      ...options.overrides?.interceptors,
+      activity: [trackRunningActivities, ...(options.overrides?.interceptors?.activity ?? [])],
+    },
   });
   return {
     worker,
@@ -67,10 +75,12 @@ export async function createWorker(
 /**
  * `tsx workers/<name>.ts`: when `moduleUrl` is the script node was started with, create the worker, print the
  * banner (tests wait for `codegrep … worker:`), run until SIGINT/SIGTERM (the SDK shuts down gracefully), close.
+ * An error nothing caught is logged with the running activity and the worker lives on (workers/process-guard.ts).
  */
 export function runWorkerIfMain(moduleUrl: string, create: () => Promise<RunningWorker>, banner: string): void {
   if (!process.argv[1] || path.resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
   const main = async () => {
+    guardWorkerProcess();
     const { worker, close } = await create();
     console.log(banner);
     try {

@@ -2,3 +2,4 @@
 export { ProgressReporter } from './progress';
 export { configError, invalidInput, nonRetryable, rethrowAsFailure } from './failures';
 export { activityClient, setActivityClient } from './deps';
+export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';

@@ -6,6 +6,7 @@ export {
   type OutputTarget,
   type ProcessGroupExit,
   type ProcessGroupOptions,
+  type UnkillableProcess,
 } from './process-group';
-export { isProcessAlive, processStartTicks } from './proc-stat';
+export { describeProcessState, isProcessAlive, processStartTicks, processState } from './proc-stat';
 export { LineTail } from './line-tail';

@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startProcessGroup } from './process-group';
+import { signalProcessGroup, startProcessGroup } from './process-group';
+import { isProcessAlive, processStartTicks } from './proc-stat';
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -62,5 +63,56 @@ describe('startProcessGroup', () => {
     stubborn.stop('protocol'); // only the first stop counts
     expect(await stubborn.exited).toMatchObject({ signal: 'SIGKILL', stoppedFor: 'cancelled' });
     expect(forced).toBe('cancelled');
+  });
+
+  it('escalates SIGTERM to SIGKILL of the whole group: a grandchild that ignores SIGTERM dies too, and a throwing onForceKill does not stop it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'process-group-'));
+    dirs.push(dir);
+    const pidFile = path.join(dir, 'grandchild.pid');
+    const signals: NodeJS.Signals[] = [];
+    const errors: unknown[] = [];
+    const onUncaught = (error: unknown) => errors.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      // The leader and its grandchild both ignore SIGTERM, as a rank stuck in a CUDA or NCCL call does.
+      const group = startProcessGroup('sh', ['-c', `trap "" TERM; sh -c 'trap "" TERM; echo $$ > ${pidFile}; sleep 30' & wait`], {
+        env,
+        graceMs: 300,
+        signalGroup: (pid, signal) => (signals.push(signal), signalProcessGroup(pid, signal)),
+        onForceKill: () => {
+          throw new Error('a logger that is gone');
+        },
+      });
+      await group.spawned;
+      for (let i = 0; i < 100 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 50));
+      const grandchild = Number(readFileSync(pidFile, 'utf8'));
+      const ticks = processStartTicks(grandchild);
+      group.stop('cancelled');
+      const exit = await group.exited;
+      expect(exit).toMatchObject({ signal: 'SIGKILL', stoppedFor: 'cancelled' });
+      expect(exit.unkillable).toBeUndefined();
+      expect(signals).toEqual(['SIGTERM', 'SIGKILL']);
+      for (let i = 0; i < 50 && isProcessAlive(grandchild, ticks); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(isProcessAlive(grandchild, ticks)).toBe(false);
+    } finally {
+      await new Promise((r) => setTimeout(r, 50));
+      process.removeListener('uncaughtException', onUncaught);
+    }
+    expect(errors.map(String)).toEqual(['Error: a logger that is gone']);
+  });
+
+  it('a group that SIGKILL does not end (uninterruptible sleep) resolves `exited` with its /proc state instead of hanging', async () => {
+    // The stand-in kernel drops SIGTERM and SIGKILL, as for a process in state D: only /proc can tell.
+    const group = startProcessGroup('sleep', ['30'], { env, graceMs: 100, killWaitMs: 300, signalGroup: () => true });
+    await group.spawned;
+    const pid = group.pid!;
+    try {
+      group.stop('cancelled');
+      const exit = await group.exited;
+      expect(exit).toMatchObject({ code: null, signal: null, stoppedFor: 'cancelled', unkillable: { pid, state: 'S' } });
+      expect(exit.unkillable!.description).toContain('state S');
+    } finally {
+      signalProcessGroup(pid, 'SIGKILL');
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
+import { describeProcessState, processState } from './proc-stat';
 
 /**
  * The one way this codebase starts an outside program: an argument array (never a shell), in a process group
@@ -9,7 +10,10 @@ import { closeSync, openSync } from 'node:fs';
  *
  * A stop (a timeout, an abort, or `stop()`) sends SIGTERM to the group and SIGKILL after `graceMs`; with no
  * grace (the default) SIGKILL at once. `exited` resolves once the program is reaped and its pipes are drained,
- * in every case: a program that cannot be started resolves with `spawnError` rather than rejecting.
+ * in every case: a program that cannot be started resolves with `spawnError` rather than rejecting, and one
+ * that SIGKILL did not end within `killWaitMs` resolves with `unkillable` (its /proc state: a process in
+ * uninterruptible sleep, D, takes no signal until its kernel call returns, which for a hung GPU driver or
+ * network file system call is never), so a caller waiting on `exited` is never stuck with it.
  */
 
 /** Where a stream of the child goes: a file to append to (survives our own death), a chunk callback, or nowhere. */
@@ -31,6 +35,22 @@ export interface ProcessGroupOptions {
   graceMs?: number;
   /** Called when a stopped group did not exit within `graceMs` and is about to get SIGKILL. */
   onForceKill?: (reason: string) => void;
+  /** How long after SIGKILL the group may take to exit before `exited` gives up on it (`unkillable`); default 10 s. */
+  killWaitMs?: number;
+  /**
+   * Sends a signal to the group (default signalProcessGroup). Tests stand in a kernel that cannot deliver SIGKILL
+   * with it: no process an unprivileged test can start stays in uninterruptible sleep on demand.
+   */
+  signalGroup?: (pid: number, signal: NodeJS.Signals) => boolean;
+}
+
+/** A program SIGKILL did not end: the leader's pid and its /proc state. */
+export interface UnkillableProcess {
+  pid: number;
+  /** The /proc state letter (D: uninterruptible sleep), null when /proc has no entry. */
+  state: string | null;
+  /** The state in words, with what it means for the user. */
+  description: string;
 }
 
 export interface ProcessGroupExit {
@@ -40,7 +60,11 @@ export interface ProcessGroupExit {
   stoppedFor: string | null;
   /** Set when the program could not be started; its `code` is the errno name (ENOENT, EACCES …). */
   spawnError?: NodeJS.ErrnoException;
+  /** Set when the program still ran `killWaitMs` after SIGKILL: `exited` stopped waiting for it (code and signal null). */
+  unkillable?: UnkillableProcess;
 }
+
+const DEFAULT_KILL_WAIT_MS = 10_000;
 
 /** Sends `signal` to the process group led by `pid` (or to `pid` alone when it leads none); false when it is gone. */
 export function signalProcessGroup(pid: number, signal: NodeJS.Signals): boolean {
@@ -64,6 +88,10 @@ export class ProcessGroup {
   private readonly child: ChildProcess;
   private stopReason: string | null = null;
   private killTimer: NodeJS.Timeout | undefined;
+  private giveUpTimer: NodeJS.Timeout | undefined;
+  /** The leader's own exit, which can come before 'close' (a process that left the group may hold the pipes). */
+  private leaderExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  private settle: ((code: number | null, signal: NodeJS.Signals | null, unkillable?: UnkillableProcess) => void) | null = null;
 
   constructor(
     program: string,
@@ -118,15 +146,27 @@ export class ProcessGroup {
     const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => this.stop('timeout'), options.timeoutMs);
     const onAbort = () => this.stop('abort');
     this.exited = new Promise<ProcessGroupExit>((resolve) => {
-      const settle = (code: number | null, signal: NodeJS.Signals | null) => {
+      let settled = false;
+      const settle = (code: number | null, signal: NodeJS.Signals | null, unkillable?: UnkillableProcess) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         clearTimeout(this.killTimer);
+        clearTimeout(this.giveUpTimer);
         options.signal?.removeEventListener('abort', onAbort);
-        resolve({ code, signal, stoppedFor: this.stopReason, ...(spawnError ? { spawnError } : {}) });
+        resolve({
+          code,
+          signal,
+          stoppedFor: this.stopReason,
+          ...(spawnError ? { spawnError } : {}),
+          ...(unkillable ? { unkillable } : {}),
+        });
       };
+      this.settle = settle;
+      child.once('exit', (code, signal) => (this.leaderExit = { code, signal }));
       // A killed group leader may leave grandchildren holding the pipes; 'close' waits for them, and the group
       // stop reached them too.
-      child.once('close', settle);
+      child.once('close', (code, signal) => settle(code, signal));
       this.spawned.catch(() => settle(null, null));
     });
     if (options.signal?.aborted) onAbort();
@@ -144,23 +184,47 @@ export class ProcessGroup {
 
   /** Signals the whole group; false when it is already gone. */
   signal(signal: NodeJS.Signals): boolean {
-    return this.child.pid === undefined ? false : signalProcessGroup(this.child.pid, signal);
+    if (this.child.pid === undefined) return false;
+    return (this.options.signalGroup ?? signalProcessGroup)(this.child.pid, signal);
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs` (at once without grace). Only the first stop counts. */
+  /**
+   * SIGTERM, then SIGKILL after `graceMs` (at once without grace); `killWaitMs` after SIGKILL, `exited` resolves
+   * whether or not the group is gone (see `unkillable`). Only the first stop counts.
+   */
   stop(reason: string): void {
     if (this.stopReason !== null) return;
     this.stopReason = reason;
     const grace = this.options.graceMs ?? 0;
     if (grace <= 0) {
-      this.signal('SIGKILL');
+      this.kill();
       return;
     }
     this.signal('SIGTERM');
     this.killTimer = setTimeout(() => {
-      this.options.onForceKill?.(reason);
-      this.signal('SIGKILL');
+      // The callback is the caller's: a throw there must not keep the group from its SIGKILL.
+      try {
+        this.options.onForceKill?.(reason);
+      } finally {
+        this.kill();
+      }
     }, grace);
+  }
+
+  private kill(): void {
+    this.signal('SIGKILL');
+    this.giveUpTimer = setTimeout(() => this.giveUp(), this.options.killWaitMs ?? DEFAULT_KILL_WAIT_MS);
+  }
+
+  /** `killWaitMs` after SIGKILL: the leader exited but something outside the group holds its pipes, or it is unkillable. */
+  private giveUp(): void {
+    if (this.leaderExit) {
+      this.settle?.(this.leaderExit.code, this.leaderExit.signal);
+      return;
+    }
+    const pid = this.child.pid!;
+    const state = processState(pid);
+    this.settle?.(null, null, { pid, state, description: describeProcessState(state) });
   }
 }
 

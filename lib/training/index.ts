@@ -26,6 +26,7 @@ export {
   SegmentCancelledError,
   SegmentConfigError,
   TrainerExitError,
+  TrainerUnkillableError,
   type SegmentContext,
   type SegmentLog,
 } from './run-segment';

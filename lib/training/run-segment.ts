@@ -34,6 +34,15 @@ export class TrainerExitError extends Error {
   }
 }
 
+/**
+ * SIGKILL did not end the trainer (a process in uninterruptible sleep, stuck in a driver or file system call):
+ * the attempt gives up its slot rather than wait for a process that may never exit. A retry may run elsewhere;
+ * on this node the stuck process may hold the accelerator until the node is rebooted.
+ */
+export class TrainerUnkillableError extends Error {
+  override readonly name = 'TrainerUnkillableError';
+}
+
 /** The trainer was stopped by the cancellation and exited non-zero: the attempt is cancelled, not failed. */
 export class SegmentCancelledError extends Error {
   override readonly name = 'SegmentCancelledError';
@@ -65,7 +74,7 @@ export interface SegmentContext {
  * each checkpoint as the trainer reports it, and the result names the store's copies.
  *
  * Errors: SegmentConfigError, NoTrainableSamplesError, TrainerProtocolError, TrainerExitError,
- * SegmentCancelledError; the activity maps them to Temporal failures.
+ * TrainerUnkillableError, SegmentCancelledError; the activity maps them to Temporal failures.
  */
 export async function runTrainingSegment(parsed: SegmentInput, context: SegmentContext): Promise<TrainSegmentResult> {
   const { log, progress } = context;
@@ -182,7 +191,10 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
         progress.report(outcome.state, outcome.progress);
         mirror?.notify(); // a step line covers its checkpoint: the checkpoint's marker may go up now
       },
-      onForceKill: () => log.warn(`training: the trainer did not exit within ${t.stopGraceMs} ms of SIGTERM; killing it`, where),
+      // Runs from a timer, possibly started by the cancellation outside the activity's async context: `log` must be
+      // the logger captured while the activity was live (activities/training.ts), never a context lookup.
+      onForceKill: () =>
+        log.warn(`training: the trainer did not exit within ${t.stopGraceMs} ms of SIGTERM; killing its process group`, where),
     });
   } catch (error) {
     if (error instanceof TrainerStartError) throw new SegmentConfigError(`training.python: cannot start ${t.python}: ${error.message}`);
@@ -208,6 +220,15 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
     open: stats.open,
   });
 
+  if (run.unkillable) {
+    const { pid, description } = run.unkillable;
+    log.error('training: the trainer did not exit after SIGKILL; giving up on it', { ...where, pid, description });
+    throw new TrainerUnkillableError(
+      `the trainer of segment ${input.segment} (pid ${pid}) did not exit after SIGTERM and SIGKILL (${description}); ` +
+        `this attempt releases its slot. The process may keep the accelerator until the node is rebooted; ` +
+        `its record stays in ${layout.pidFile} so the next attempt on this node tries to stop it again.`,
+    );
+  }
   if (run.protocolError) throw run.protocolError;
   if (exit.code !== 0) {
     if (context.cancellation.aborted)

@@ -1,4 +1,4 @@
-import { LineTail, startProcessGroup } from '../process';
+import { LineTail, startProcessGroup, type UnkillableProcess } from '../process';
 import { applyTrainerEvent, type SegmentState, type TrainerEventOutcome } from './trainer-events';
 import { removePidFile, writePidFile } from './trainer-pid-file';
 
@@ -29,10 +29,14 @@ export interface RunTrainerOptions {
   /** After each line that moved the step or the checkpoint, with the state it left. */
   onEvent(outcome: TrainerEventOutcome): void;
   onForceKill(): void;
+  /** How long the trainer may take to die after SIGKILL before the segment stops waiting for it (default 10 s). */
+  killWaitMs?: number;
 }
 
 export interface TrainerRun {
   exit: { code: number | null; signal: NodeJS.Signals | null };
+  /** Set when SIGKILL did not end the trainer (uninterruptible sleep): the segment stopped waiting for it. */
+  unkillable: UnkillableProcess | null;
   state: SegmentState;
   stopReason: TrainerStopReason | null;
   /** The first TrainerProtocolError a line raised (the trainer was stopped for it). */
@@ -57,6 +61,7 @@ export async function runTrainer(options: RunTrainerOptions): Promise<TrainerRun
     stderr: { file: options.files.stderr },
     graceMs: options.graceMs,
     onForceKill: () => options.onForceKill(),
+    ...(options.killWaitMs === undefined ? {} : { killWaitMs: options.killWaitMs }),
   });
   try {
     await trainer.spawned;
@@ -92,7 +97,11 @@ export async function runTrainer(options: RunTrainerOptions): Promise<TrainerRun
     }
   };
   let exit: TrainerRun['exit'] | null = null;
-  void trainer.exited.then(({ code, signal }) => (exit = { code, signal }));
+  let unkillable: UnkillableProcess | null = null;
+  void trainer.exited.then((exited) => {
+    unkillable = exited.unkillable ?? null;
+    exit = { code: exited.code, signal: exited.signal };
+  });
   try {
     while (exit === null) {
       await new Promise((r) => setTimeout(r, POLL_MS));
@@ -101,7 +110,14 @@ export async function runTrainer(options: RunTrainerOptions): Promise<TrainerRun
     await readLines(true);
   } finally {
     options.cancellation.removeEventListener('abort', onAbort);
-    await removePidFile(options.pidFile);
+    // An unkillable trainer still runs: its record stays, so the next attempt on this node tries to reap it again.
+    if (unkillable === null) await removePidFile(options.pidFile);
   }
-  return { exit: exit as TrainerRun['exit'], state, stopReason: trainer.stoppedFor as TrainerStopReason | null, protocolError };
+  return {
+    exit: exit as TrainerRun['exit'],
+    unkillable,
+    state,
+    stopReason: trainer.stoppedFor as TrainerStopReason | null,
+    protocolError,
+  };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -24,6 +24,8 @@ import {
 } from '.';
 import { LineTail } from '../process';
 import { reapStaleTrainer, writePidFile } from './trainer-pid-file';
+import { runTrainer } from './run-trainer';
+import { initialSegmentState } from './trainer-events';
 
 let runDir: string;
 beforeEach(() => {
@@ -369,5 +371,40 @@ describe('trainer process helpers', () => {
       JSON.stringify({ pid: process.pid, startTicks: null, host: 'another-node', segment: 1, attempt: 1, startedAt: '' }),
     );
     expect((await reapStaleTrainer(pidFile, 500)).action).toBe('other-host');
+  });
+
+  it("a trainer that ignores the cancellation's SIGTERM is SIGKILLed with its group after the grace, onForceKill once, and its pid record goes", async () => {
+    const files = { stdout: path.join(runDir, 'attempt.stdout.jsonl'), stderr: path.join(runDir, 'attempt.stderr.log') };
+    const pidFile = path.join(runDir, 'trainer.pid.json');
+    const cancellation = new AbortController();
+    const forceKills: number[] = [];
+    let started = 0;
+    const running = runTrainer({
+      python: 'sh',
+      args: ['-c', 'trap "" TERM; sleep 30 & wait'],
+      cwd: runDir,
+      env: { PATH: process.env.PATH },
+      files,
+      pidFile,
+      segment: 1,
+      attempt: 1,
+      targetStep: 2,
+      totalSteps: 2,
+      initial: initialSegmentState(null),
+      cancellation: cancellation.signal,
+      graceMs: 300,
+      onStarted: (pid) => (started = pid),
+      onEvent: () => undefined,
+      onForceKill: () => forceKills.push(Date.now()),
+    });
+    for (let i = 0; i < 100 && started === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    setImmediate(() => cancellation.abort()); // as the SDK delivers a cancellation: from its own callback
+    const run = await running;
+    expect(run.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(run.unkillable).toBeNull();
+    expect(run.stopReason).toBe('cancelled');
+    expect(forceKills).toHaveLength(1);
+    expect(() => process.kill(started, 0)).toThrow();
+    expect(existsSync(pidFile)).toBe(false);
   });
 });

@@ -37,6 +37,10 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function codegrep(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return codegrepWithin(180_000, ...args);
+}
+
+function codegrepWithin(timeoutMs: number, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -44,7 +48,8 @@ function codegrep(...args: string[]): Promise<{ code: number; stdout: string; st
       {
         cwd: repoRoot,
         env: { ...process.env, CODEGREP_TEMPORAL_ADDRESS: temporalAddress(), CODEGREP_TASK_QUEUE: taskQueue },
-        timeout: 180_000,
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
       },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -83,4 +88,56 @@ describe('codegrep run tells the truth about a failed stage', () => {
       await close();
     }
   });
+
+  it("a re-run started right after the last one ended does not trust that run's exited in-process worker: it starts its own and finishes", async () => {
+    // The first run's in-process worker polled the queue moments ago and exited with its command: the server still
+    // lists it as a poller, which the re-run used to take for a live worker, waiting forever on a workflow nobody ran.
+    const first = await codegrep('run', configFile, '--run-id', 'run-cli-rerun-1', '--no-embedded');
+    expect(first.code, first.stdout + first.stderr).toBe(3);
+    const { client, close } = await testClient();
+    try {
+      const described = await client.workflowService.describeTaskQueue({
+        namespace: 'codegrep',
+        taskQueue: { name: taskQueue },
+        taskQueueType: 1,
+      });
+      expect((described.pollers ?? []).length).toBeGreaterThan(0); // the exited worker is still listed
+    } finally {
+      await close();
+    }
+    // Without a worker the re-run never ends: 300 s is several times what a run with its own worker takes here.
+    const second = await codegrepWithin(300_000, 'run', configFile, '--run-id', 'run-cli-rerun-2', '--no-embedded');
+    const terminal = second.stdout + second.stderr;
+    expect(second.code, terminal).toBe(3);
+    expect(terminal).toContain(`no live worker polls task queue ${taskQueue}; starting one in this process`);
+    expect(second.stdout).toMatch(/\n {2}catm {9}completed\n/);
+  }, 700_000);
+
+  it("a poller this machine cannot check (another node's, since gone) is trusted at first; the unclaimed workflow task is reported and a worker started", async () => {
+    const { client, close } = await testClient();
+    try {
+      // One short poll under another node's identity: the server lists it as a recent poller. (The frontend refuses a
+      // long poll with less than a few seconds left, without recording it.)
+      await client
+        .withDeadline(Date.now() + 5_000, () =>
+          client.workflowService.pollWorkflowTaskQueue({ namespace: 'codegrep', taskQueue: { name: taskQueue }, identity: 'gpu-node-7' }),
+        )
+        .catch(() => undefined);
+      const described = await client.workflowService.describeTaskQueue({
+        namespace: 'codegrep',
+        taskQueue: { name: taskQueue },
+        taskQueueType: 1,
+      });
+      expect((described.pollers ?? []).map((p) => p.identity)).toContain('gpu-node-7');
+    } finally {
+      await close();
+    }
+    const out = await codegrepWithin(300_000, 'run', configFile, '--run-id', 'run-cli-foreign-poller', '--no-embedded');
+    const terminal = out.stdout + out.stderr;
+    expect(out.code, terminal).toBe(3);
+    expect(terminal).not.toContain('no live worker polls task queue');
+    expect(terminal).toMatch(
+      /no worker has picked up the pipeline's workflow task for \d+ s \(the worker seen polling task queue [^)]+ is not live\); starting one in this process/,
+    );
+  }, 400_000);
 });

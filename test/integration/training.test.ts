@@ -423,6 +423,63 @@ describe('training on the real dev server with the GPU worker on CPU', () => {
     expect(markdown).toContain('SMOKE RUN');
   });
 
+  it('a trainer that ignores SIGTERM is killed with its process group after stopGraceMs: the GPU worker lives on and the resumed run trains to the end', async () => {
+    const runId = 'train-it-stubborn';
+    explainFailure(runId);
+    // Stands in for the trainer executable (training.python): its first start is a trainer stuck in a CUDA or NCCL
+    // call that ignores SIGTERM and never exits by itself; later starts are the real trainer.
+    const firstStart = path.join(work, `${runId}.first-start`);
+    const stubbornPython = path.join(work, 'stubborn-python.sh');
+    writeFileSync(
+      stubbornPython,
+      [
+        '#!/bin/sh',
+        `if mkdir '${firstStart}' 2>/dev/null; then`,
+        "  trap '' TERM",
+        '  echo "stubborn trainer: ignoring SIGTERM" >&2',
+        '  while :; do sleep 1; done',
+        'fi',
+        `exec '${path.join(repoRoot, '.venv/bin/python')}' "$@"`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const worker = gpuWorkers.at(-1)!;
+    const handle = await client.workflow.start('training', {
+      taskQueue: cpuQueue,
+      workflowId: `${runId}/training`,
+      args: [trainingInput(runId, { steps: 2, segmentSteps: 2, python: stubbornPython, stopGraceMs: 2_000 })],
+    });
+    const pidFile = path.join(runDir(runId), 'training', 'trainer.pid.json');
+    await waitFor(async () => existsSync(pidFile), 200_000, 'the stubborn trainer to start');
+    const stubbornPid = (JSON.parse(readFileSync(pidFile, 'utf8')) as { pid: number }).pid;
+    // The pause cancels the segment: SIGTERM (ignored), then after stopGraceMs SIGKILL of the whole group.
+    await handle.signal('pause');
+    await waitFor(
+      async () => {
+        const s = await status(handle);
+        return s.state === 'paused' && !s.segmentRunning;
+      },
+      120_000,
+      'the paused state with no segment running',
+    );
+    expect(() => process.kill(stubbornPid, 0)).toThrow(); // the stubborn trainer is gone
+    expect(worker.exitCode).toBeNull();
+    expect(worker.signalCode).toBeNull();
+    const log = readFileSync(gpuLog, 'utf8');
+    expect(log).toContain('training: the trainer did not exit within 2000 ms of SIGTERM; killing its process group');
+    expect(log).not.toContain('Activity context not initialized');
+
+    // The same worker process runs the next segment, with the real trainer, to the end.
+    await handle.signal('resume');
+    const result = (await handle.result()) as TrainingResult;
+    expect(result.step).toBe(2);
+    expect(await metricSteps(result)).toEqual([1, 2]);
+    expect(worker.exitCode).toBeNull();
+    expect(worker.signalCode).toBeNull();
+    expect(gpuWorkers.at(-1)).toBe(worker);
+  });
+
   it('a segment on 2 trainer processes (torchrun, gloo): a killed rank fails the attempt, the retry resumes from the newest checkpoint, each step once; the report names the engine', async () => {
     const runId = 'train-it-ranks';
     explainFailure(runId);
