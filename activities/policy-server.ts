@@ -4,6 +4,8 @@ import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/
 import * as policyServer from '../lib/policy-server';
 import { nodeRunDir } from '../lib/store-sync';
 import { reapStaleTrainer } from '../lib/training';
+import { readValidationRecords } from '../lib/training/validation';
+import { bestValidatedStep } from '../lib/training/validation-choice';
 import {
   PolicyServerHeartbeatSchema,
   ServePolicyInputSchema,
@@ -37,13 +39,20 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
   const previous = PolicyServerHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   try {
     const runDir = input.store ? nodeRunDir(input.runDir, input.runId) : input.runDir;
+    // `best`: the highest validation metric of the run's records (written on the CPU node, in the run's data dir).
+    const bestStep = input.bestStep ?? (input.checkpoint === 'best' ? bestValidatedStep(await readValidationRecords(input.runDir)) : null);
     let choice = input.checkpoint;
-    if (input.store) choice = await policyServer.pullServedCheckpoint(input.store, input.runId, runDir, input.checkpoint, input.bestStep);
-    const checkpoint = await policyServer.resolveServedCheckpoint({ runId: input.runId, runDir }, choice, input.bestStep);
+    if (input.store) choice = await policyServer.pullServedCheckpoint(input.store, input.runId, runDir, input.checkpoint, bestStep);
+    const checkpoint = await policyServer.resolveServedCheckpoint({ runId: input.runId, runDir }, choice, bestStep);
     const logDir = path.join(runDir, 'policy-servers', `step-${String(checkpoint.step).padStart(8, '0')}`);
     const stale = await reapStaleTrainer(policyServer.policyServerFiles(logDir).pidFile, 10_000);
     if (stale.action === 'terminated' || stale.action === 'killed')
       log.warn(`policy server: stopped a server an earlier attempt left running (${stale.action})`, { stale: stale.found });
+    // The port is chosen (or taken from the last attempt) and recorded before the server starts, so even a server
+    // killed while it loads comes back on the same URL.
+    const port = previous.success ? previous.data.port : await policyServer.freePort(input.host);
+    current = { port, pid: 0, step: checkpoint.step };
+    beat();
     const server = await policyServer.startPolicyServer({
       checkpoint,
       python: input.python,
@@ -51,7 +60,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
       backend: input.backend,
       logDir,
       host: input.host,
-      ...(previous.success ? { port: previous.data.port } : {}),
+      port,
       readyTimeoutMs: input.readyTimeoutMs,
       signal: context.cancellationSignal,
     });

@@ -70,4 +70,4 @@ export const PolicyServerReadySchema = ServedPolicySchema.extend({
 export type PolicyServerReady = z.infer<typeof PolicyServerReadySchema>;
 
 /** Heartbeat details: a retried attempt binds the same port, so the URL the stage holds stays good. */
-export const PolicyServerHeartbeatSchema = z.object({ port: z.number().int(), pid: z.number().int(), step: z.number().int() });
+export const PolicyServerHeartbeatSchema = z.object({ port: z.number().int().min(1), pid: z.number().int(), step: z.number().int() });

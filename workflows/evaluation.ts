@@ -15,7 +15,11 @@ import { rootMessage } from '../lib/errors/root-message';
 
 export const evaluationStages = ['plan', 'predict', 'report'] as const;
 
-export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
+export type EvaluationInput = PipelineConfigInput & {
+  artifacts?: { samples?: ArtifactRef };
+  /** A sub-folder of `evaluation/` for this execution, set by its parent (a training run's validation of one checkpoint). */
+  outputLabel?: string;
+};
 
 /** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
 function executionLabel(start: Date): string {
@@ -119,7 +123,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
-  const outputLabel = evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null;
+  const outputLabel = input.outputLabel ?? (evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null);
   const plan = await trackedStep(
     tracker,
     'plan',
