@@ -93,7 +93,7 @@ def prompt_ids(chat: ChatTokens, messages: Any, tools: Optional[list]) -> list:
         j = i + 1
         while j < len(messages) and messages[j].get("role") != "assistant":
             j += 1
-        observations = [_plain(m, k) for k, m in enumerate(messages[i + 1:j], start=i + 1)]
+        observations = [_plain(m, k) for k, m in enumerate(messages[i + 1 : j], start=i + 1)]
         if not observations:
             raise RequestError(f"messages[{i}] and messages[{j}]: two assistant turns with nothing between them")
         ids += chat.observation_block(normalise_messages(observations, "messages"))

@@ -96,14 +96,20 @@ class ServedPolicy:
         self._generators = {}
         self._device = device
         self._token_budget = cfg.hf_generation_tokens
-        self._make_generator = lambda s, greedy: HFGenerator(self.model, tokenizer.pad_token_id, self.stop_ids, s,
-                                                             device, token_budget=self._token_budget, greedy=greedy)
+        self._make_generator = lambda s, greedy: HFGenerator(
+            self.model, tokenizer.pad_token_id, self.stop_ids, s, device, token_budget=self._token_budget, greedy=greedy
+        )
         self.lock = threading.Lock()
         torch.manual_seed(0)
 
     def describe(self) -> dict:
-        return {"model": self.served_name, "step": self.step, "adapterSha256": self.adapter_sha256,
-                "baseModel": self.base_model, "checkpoint": self.checkpoint_dir}
+        return {
+            "model": self.served_name,
+            "step": self.step,
+            "adapterSha256": self.adapter_sha256,
+            "baseModel": self.base_model,
+            "checkpoint": self.checkpoint_dir,
+        }
 
     def complete(self, body: dict) -> dict:
         from .chat_request import RequestError, prompt_ids
@@ -122,9 +128,11 @@ class ServedPolicy:
         budget = min(asked, self.max_new_tokens_per_turn, room)
         temperature = body.get("temperature", self.sampling.temperature)
         greedy = temperature is not None and float(temperature) == 0.0
-        sampling = Sampling(temperature=float(temperature) if not greedy else 1.0,
-                            top_p=float(body.get("top_p", self.sampling.top_p)),
-                            top_k=int(body.get("top_k", self.sampling.top_k)))
+        sampling = Sampling(
+            temperature=float(temperature) if not greedy else 1.0,
+            top_p=float(body.get("top_p", self.sampling.top_p)),
+            top_k=int(body.get("top_k", self.sampling.top_k)),
+        )
         # The row key makes sampling depend on the request alone (generate_hf.py: per-row seeded uniforms).
         seed = body.get("seed")
         key = (int(seed) if isinstance(seed, int) else int(hashlib.sha256(bytes(str(ids), "utf-8")).hexdigest()[:15], 16),)
@@ -139,10 +147,8 @@ class ServedPolicy:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.served_name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop" if ended else "length"}],
-            "usage": {"prompt_tokens": len(ids), "completion_tokens": len(tokens),
-                      "total_tokens": len(ids) + len(tokens)},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop" if ended else "length"}],
+            "usage": {"prompt_tokens": len(ids), "completion_tokens": len(tokens), "total_tokens": len(ids) + len(tokens)},
             # Which checkpoint answered, beside the served name (lib/policy-server checks it).
             "codegrep": {"step": self.step, "adapterSha256": self.adapter_sha256, "baseModel": self.base_model},
         }
@@ -182,8 +188,13 @@ def make_handler(policy: ServedPolicy, request_log: Optional[str]):
             if path in ("/health", "/v1/health"):
                 self._send(200, {"status": "ok", **policy.describe()})
             elif path == "/v1/models":
-                self._send(200, {"object": "list", "data": [{"id": policy.served_name, "object": "model",
-                                                             "owned_by": "codegrep", **policy.describe()}]})
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": policy.served_name, "object": "model", "owned_by": "codegrep", **policy.describe()}],
+                    },
+                )
             else:
                 self._error(404, f"no route GET {path}", "not_found")
 
@@ -203,8 +214,9 @@ def make_handler(policy: ServedPolicy, request_log: Optional[str]):
                 self._error(400, "the body must be a JSON object", "invalid_request_error")
                 return
             if body.get("model") != policy.served_name:
-                self._error(404, f"the model {body.get('model')!r} does not exist: this server serves "
-                                 f"{policy.served_name!r}", "model_not_found")
+                self._error(
+                    404, f"the model {body.get('model')!r} does not exist: this server serves {policy.served_name!r}", "model_not_found"
+                )
                 return
             if body.get("stream"):
                 self._error(400, "stream is not supported by this server", "invalid_request_error")
@@ -215,10 +227,17 @@ def make_handler(policy: ServedPolicy, request_log: Optional[str]):
                 self._error(400, str(error), "invalid_request_error")
                 return
             usage = reply["usage"]
-            log_request({"model": policy.served_name, "step": policy.step, "adapterSha256": policy.adapter_sha256,
-                         "promptTokens": usage["prompt_tokens"], "completionTokens": usage["completion_tokens"],
-                         "finishReason": reply["choices"][0]["finish_reason"],
-                         "ms": round((time.monotonic() - started) * 1000, 1)})
+            log_request(
+                {
+                    "model": policy.served_name,
+                    "step": policy.step,
+                    "adapterSha256": policy.adapter_sha256,
+                    "promptTokens": usage["prompt_tokens"],
+                    "completionTokens": usage["completion_tokens"],
+                    "finishReason": reply["choices"][0]["finish_reason"],
+                    "ms": round((time.monotonic() - started) * 1000, 1),
+                }
+            )
             self._send(200, reply)
 
     return Handler
@@ -242,8 +261,9 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(max(1, args.threads))
     cfg, _recipe = load_config_with_recipe(args.trainer_config)
-    policy = ServedPolicy(cfg, os.path.abspath(args.adapter), args.served_model_name,
-                          Sampling(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k))
+    policy = ServedPolicy(
+        cfg, os.path.abspath(args.adapter), args.served_model_name, Sampling(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k)
+    )
     server = ThreadingHTTPServer((args.host, args.port), make_handler(policy, args.request_log))
     server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())

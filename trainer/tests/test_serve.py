@@ -18,8 +18,7 @@ from trainer.rollout import Sampling
 from trainer.serve import ServedPolicy, adapter_sha256, make_handler
 from trainer.tokens import ChatTokens
 
-TOOLS = [{"type": "function", "function": {"name": "grep", "description": "search",
-                                           "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [{"type": "function", "function": {"name": "grep", "description": "search", "parameters": {"type": "object", "properties": {}}}}]
 
 
 def write_checkpoint(model_dir: str, out: str, step: int, scale: float) -> str:
@@ -46,10 +45,20 @@ def write_checkpoint(model_dir: str, out: str, step: int, scale: float) -> str:
 def served(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("serve")
     checkpoint = write_checkpoint(tiny_model_dir, str(root), 3, 0.5)
-    cfg, _ = parse_config_with_recipe({
-        "model_path": tiny_model_dir, "output_dir": str(root / "run"), "env_url": "http://127.0.0.1:1",
-        "data": {"instance_ids": ["a"]}, "total_steps": 1, "seed": 1, "max_turns": 4, "max_new_tokens": 12,
-        "max_new_tokens_per_turn": 6, "max_seq_len": 1024})
+    cfg, _ = parse_config_with_recipe(
+        {
+            "model_path": tiny_model_dir,
+            "output_dir": str(root / "run"),
+            "env_url": "http://127.0.0.1:1",
+            "data": {"instance_ids": ["a"]},
+            "total_steps": 1,
+            "seed": 1,
+            "max_turns": 4,
+            "max_new_tokens": 12,
+            "max_new_tokens_per_turn": 6,
+            "max_seq_len": 1024,
+        }
+    )
     policy = ServedPolicy(cfg, checkpoint, "run-x/step-00000003", Sampling(1.0, 0.9, 50))
     log = str(root / "requests.jsonl")
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(policy, log))
@@ -60,8 +69,9 @@ def served(tmp_path_factory, tiny_model_dir):
 
 
 def call(url: str, body=None):
-    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=None if body is None else json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -83,8 +93,9 @@ def test_health_names_the_checkpoint_that_answers(served):
 def test_a_completion_is_the_raw_turn_and_is_logged(served):
     policy, url, log, _ = served
     messages = [{"role": "system", "content": "find files"}, {"role": "user", "content": "Issue: the parser fails"}]
-    status, body = call(f"{url}/v1/chat/completions",
-                        {"model": "run-x/step-00000003", "messages": messages, "tools": TOOLS, "temperature": 0})
+    status, body = call(
+        f"{url}/v1/chat/completions", {"model": "run-x/step-00000003", "messages": messages, "tools": TOOLS, "temperature": 0}
+    )
     assert status == 200, body
     assert body["model"] == "run-x/step-00000003"
     choice = body["choices"][0]
@@ -93,8 +104,7 @@ def test_a_completion_is_the_raw_turn_and_is_logged(served):
     # Greedy on the same prompt: the same tokens as the trainer's generator on the same model.
     ids = prompt_ids(policy.chat, messages, TOOLS)
     assert body["usage"]["prompt_tokens"] == len(ids)
-    again = call(f"{url}/v1/chat/completions",
-                 {"model": "run-x/step-00000003", "messages": messages, "tools": TOOLS, "temperature": 0})[1]
+    again = call(f"{url}/v1/chat/completions", {"model": "run-x/step-00000003", "messages": messages, "tools": TOOLS, "temperature": 0})[1]
     assert again["choices"][0]["message"]["content"] == choice["message"]["content"]
     with open(log, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
@@ -126,18 +136,32 @@ def test_a_conversation_is_the_training_sequence(served):
     chat: ChatTokens = policy.chat
     opening = [{"role": "system", "content": "find files"}, {"role": "user", "content": "Issue: x"}]
     turn = '<tool_call>\n{"name": "grep", "arguments": {"pattern": "def parse"}}\n</tool_call>'
-    observations = [{"role": "tool", "tool_call_id": "call_1_0", "name": "grep", "content": "src/a.py:1: def parse"},
-                    {"role": "user", "content": "1 turn left: answer now."}]
+    observations = [
+        {"role": "tool", "tool_call_id": "call_1_0", "name": "grep", "content": "src/a.py:1: def parse"},
+        {"role": "user", "content": "1 turn left: answer now."},
+    ]
     expected = chat.prompt(opening, TOOLS) + chat.encode(turn) + [chat.end_of_turn_id] + chat.observation_block(observations)
     # What lib/agent sends back: the calls parsed out of the text, the content empty.
-    sent = opening + [{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1_0", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "def parse"}'}}]}]
+    sent = opening + [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_1_0", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "def parse"}'}}],
+        }
+    ]
     assert prompt_ids(chat, sent + observations, TOOLS) == expected
 
 
 def test_assistant_text_puts_reasoning_content_and_calls_back_in_qwen3_order():
-    text = assistant_text({"role": "assistant", "content": "look", "reasoning_content": "think",
-                           "tool_calls": [{"function": {"name": "read", "arguments": '{"path": "a.py"}'}}]}, 2)
+    text = assistant_text(
+        {
+            "role": "assistant",
+            "content": "look",
+            "reasoning_content": "think",
+            "tool_calls": [{"function": {"name": "read", "arguments": '{"path": "a.py"}'}}],
+        },
+        2,
+    )
     assert text == '<think>\nthink\n</think>\n\nlook\n<tool_call>\n{"name": "read", "arguments": {"path": "a.py"}}\n</tool_call>'
 
 
