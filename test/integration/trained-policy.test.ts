@@ -97,7 +97,15 @@ const adapterSha = (runId: string, step: number) =>
   createHash('sha256')
     .update(
       readFileSync(
-        path.join(dataDir, runId, 'training', 'trainer', 'checkpoints', `step-${String(step).padStart(8, '0')}`, 'adapter_model.safetensors'),
+        path.join(
+          dataDir,
+          runId,
+          'training',
+          'trainer',
+          'checkpoints',
+          `step-${String(step).padStart(8, '0')}`,
+          'adapter_model.safetensors',
+        ),
       ),
     )
     .digest('hex');
@@ -158,7 +166,14 @@ describe('the trained policy, served and measured by the pipeline', () => {
     const trained = predictions.filter((p) => p.retriever === 'trained');
     expect(trained).toHaveLength(3);
     for (const row of trained) {
-      expect(row).toMatchObject({ kind: 'agent', servedModel: model, checkpointStep: 2, adapterSha256: sha, baseModel: modelDir, error: null });
+      expect(row).toMatchObject({
+        kind: 'agent',
+        servedModel: model,
+        checkpointStep: 2,
+        adapterSha256: sha,
+        baseModel: modelDir,
+        error: null,
+      });
       expect(row.turns as number).toBeGreaterThanOrEqual(1);
     }
     for (const row of predictions.filter((p) => p.retriever === 'bm25')) expect(row.adapterSha256).toBeNull();
@@ -175,7 +190,16 @@ describe('the trained policy, served and measured by the pipeline', () => {
       ['trained', 'agent', 3],
     ]);
     expect(summary.servedPolicies).toEqual([
-      expect.objectContaining({ retriever: 'trained', runId, step: 2, adapterSha256: sha, model, backend: 'hf', answerFormat: 'codegrep', maxTurns: 2 }),
+      expect.objectContaining({
+        retriever: 'trained',
+        runId,
+        step: 2,
+        adapterSha256: sha,
+        model,
+        backend: 'hf',
+        answerFormat: 'codegrep',
+        maxTurns: 2,
+      }),
     ]);
     expect(readFileSync(result.evaluation!.report.markdown, 'utf8')).toContain(`adapter sha256 \`${sha}\``);
     const downstreamReport = readFileSync(result.downstream!.reportMarkdown, 'utf8');
