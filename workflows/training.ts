@@ -351,6 +351,7 @@ class TrainingRun {
       state.segment += 1;
       segmentsThisRun += 1;
       const every = validate ? t.validation?.every : undefined;
+      const before = state.step;
       // With validation a segment ends at the next validated step, so the checkpoint there exists and is evaluated.
       const target = Math.min(state.step + t.segmentSteps, state.budget, ...(every ? [(Math.floor(state.step / every) + 1) * every] : []));
       const scope = new CancellationScope();
@@ -378,9 +379,14 @@ class TrainingRun {
         this.modelParameters = result.trainerParameters ?? this.modelParameters;
         this.showProgress();
       }
-      const due = every !== undefined && (state.step % every === 0 || state.step >= state.budget);
-      if (validate && due && state.checkpointStep === state.step && !this.validations.some((v) => v.step === state.step))
-        await validate(state.step);
+      if (validate && every !== undefined) {
+        // A fast trainer may pass a validated step before the segment stops it: validate every due step it passed
+        // (its checkpoint exists: checkpointEvery divides validation.every), and the last step of the run.
+        const due: number[] = [];
+        for (let next = (Math.floor(before / every) + 1) * every; next <= state.step; next += every) due.push(next);
+        if (state.step >= state.budget && state.checkpointStep === state.step && !due.includes(state.step)) due.push(state.step);
+        for (const step of due) if (!this.validations.some((v) => v.step === step)) await validate(step);
+      }
       if (state.step > state.budget) {
         state.notes.push(
           `the trainer had already reached step ${state.step} when the budget was lowered to ${state.budget}: the run ends at step ${state.step}`,

@@ -51,3 +51,30 @@ describe('choosing a validated checkpoint', () => {
     expect(patienceExhausted(rows.slice(0, 2), 1)).toBe(false); // 4 is the newest best
   });
 });
+
+describe('the training.validation config', () => {
+  const parse = async (training: Record<string, unknown>) => {
+    const { TrainingConfigSchema } = await import('../../schemas/training/config');
+    const result = TrainingConfigSchema.safeParse({ modelDir: '/m', steps: 10, ...training });
+    return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  it('takes held-out instances, an interval, a metric and patience', async () => {
+    expect(await parse({ checkpointEvery: 5, validation: { instances: ['a-1'], every: 10, metric: 'fileF1', patience: 2 } })).toEqual([]);
+  });
+
+  it('needs every validated step to have a checkpoint, and each instance once', async () => {
+    expect(await parse({ checkpointEvery: 4, validation: { instances: ['a-1'], every: 10 } })).toEqual([
+      'validation.every: must be a multiple of checkpointEvery (4), so every validated step has a checkpoint',
+    ]);
+    expect(await parse({ validation: { instances: ['a-1'], every: 5 } })).toEqual([
+      'validation.every: must be a multiple of checkpointEvery (10, the trainer default), so every validated step has a checkpoint',
+    ]);
+    expect(await parse({ validation: { instances: ['a-1', 'a-1'], every: 10 } })).toEqual([
+      'validation.instances.1: instance "a-1" is listed twice',
+    ]);
+    expect(await parse({ validation: { instances: ['a-1'], every: 10, metric: 'recall' } })).toEqual([
+      'validation.metric: Invalid option: expected one of "fBetaMean"|"fileF1"|"moduleF1"|"functionF1"',
+    ]);
+  });
+});

@@ -123,7 +123,22 @@ const TrainingConfigObject = z
   })
   .strict();
 
-function refuseActivityKeys(training: { trainer: Record<string, unknown> }, ctx: z.RefinementCtx): void {
+/** trainer/config.py's `checkpoint_every` default: the step interval when the section sets none. */
+const TRAINER_CHECKPOINT_EVERY = 10;
+
+function refuseActivityKeys(
+  training: { trainer: Record<string, unknown>; validation?: { every: number } | undefined; checkpointEvery?: number | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (training.validation) {
+    const interval = training.checkpointEvery ?? TRAINER_CHECKPOINT_EVERY;
+    if (training.validation.every % interval !== 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['validation', 'every'],
+        message: `must be a multiple of checkpointEvery (${interval}${training.checkpointEvery === undefined ? ', the trainer default' : ''}), so every validated step has a checkpoint`,
+      });
+  }
   for (const key of TRAINER_KEYS_SET_BY_ACTIVITY) {
     if (key in training.trainer) {
       ctx.addIssue({
