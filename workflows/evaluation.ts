@@ -72,7 +72,9 @@ function policySource(config: ResolvedConfig, retriever: TrainedPolicyRetriever)
   const own = retriever.policy === 'trained';
   const runId = own ? config.runId : (retriever.policy as { run: string }).run;
   const checkpoint =
-    (own ? undefined : (retriever.policy as { checkpoint?: number | 'best' | 'latest' }).checkpoint) ?? retriever.checkpoint ?? 'latest';
+    (own ? undefined : (retriever.policy as { checkpoint?: number | 'best' | 'latest' }).checkpoint) ??
+    retriever.checkpoint ??
+    (own && config.training?.validation ? 'best' : 'latest');
   return { runId, runDir: own ? config.runDir : `${config.dataDir}/${runId}`, checkpoint };
 }
 
