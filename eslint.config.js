@@ -20,7 +20,7 @@ const LIB_TEMPORAL_ALLOW_LIST = [];
  * lib/ modules workflow code may import as values: pure functions, no I/O, no clock, no randomness (the workflow
  * sandbox replays them). Everything else from lib/ only as `import type`.
  */
-const WORKFLOW_PURE_LIB = ['errors', 'recipes', 'reports/format'];
+const WORKFLOW_PURE_LIB = ['errors', 'recipes', 'reports/format', 'training/validation-choice'];
 
 const tests = ['**/*.test.ts', 'test/**', 'bench/**'];
 

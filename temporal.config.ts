@@ -118,6 +118,14 @@ export const activityTimeouts = {
     startToCloseMs: envNumber('CODEGREP_TRAINING_TIMEOUT_MS', 24 * 60 * 60_000),
     heartbeatMs: envNumber('CODEGREP_TRAINING_HEARTBEAT_MS', 60_000),
   },
+  /**
+   * A policy server on the GPU worker (lib/policy-server): it runs as long as the stage it serves, so its
+   * start-to-close is long; its heartbeat timeout is what stops a server whose worker died (the retry reaps it).
+   */
+  policyServer: {
+    startToCloseMs: envNumber('CODEGREP_POLICY_SERVER_TIMEOUT_MS', 3 * 24 * 60 * 60_000),
+    heartbeatMs: envNumber('CODEGREP_POLICY_SERVER_HEARTBEAT_MS', 30_000),
+  },
   short: {
     startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
     heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),

@@ -41,6 +41,18 @@ async function retrieverInputs(retriever: RetrieverConfig): Promise<{ inputs: Ar
 }
 
 /**
+ * What a retriever's predictions depend on. A served trained policy is named by its checkpoint (run, step,
+ * adapter sha256), not by the port its server happened to get: a rerun that serves the same checkpoint again
+ * reuses the finished shards, and another checkpoint never does.
+ */
+function predictionIdentity(retriever: RetrieverConfig): unknown {
+  if (retriever.kind !== 'agent' || !retriever.served) return retriever;
+  const { baseUrl: _url, served, ...rest } = retriever;
+  const { baseUrl: _servedUrl, requestLog: _log, ...checkpoint } = served;
+  return { ...rest, served: checkpoint };
+}
+
+/**
  * Plans the evaluation: which instances (samples with ground truth, optionally a subset), how many shards,
  * and per retriever the folder its shards go to. The folder's name carries a hash of everything the
  * retriever's predictions depend on (its config, the instances, the samples' and predictions file's bytes,
@@ -68,7 +80,7 @@ export async function planEvaluation(rawInput: PlanEvaluationInput): Promise<Eva
   for (const retriever of evaluation.retrievers) {
     const { inputs, fingerprint } = await retrieverInputs(retriever);
     const planHash = hashConfig({
-      retriever,
+      retriever: predictionIdentity(retriever),
       fileTarget: evaluation.fileTarget,
       shardSize: evaluation.shardSize,
       instanceIds,

@@ -48,6 +48,23 @@ export async function summarizeEvaluation(rawInput: SummarizeEvaluationInput): P
       bootstrap,
       retrievers: finished.map((r) => summarizeRetriever(r.name, r.kind, (byRetriever.get(r.name) ?? []) as ScoredInstance[], bootstrap)),
       failedRetrievers: input.failedRetrievers,
+      servedPolicies: finished.flatMap((r) =>
+        r.kind === 'agent' && r.served
+          ? [
+              {
+                retriever: r.name,
+                runId: r.served.runId,
+                step: r.served.step,
+                adapterSha256: r.served.adapterSha256,
+                baseModel: r.served.baseModel,
+                model: r.served.model,
+                backend: r.served.backend,
+                answerFormat: r.answerFormat ?? 'codegrep',
+                maxTurns: r.limits?.maxTurns ?? null,
+              },
+            ]
+          : [],
+      ),
     };
     keepAlive.report({ stage: 'report', done: 2, total: 3, unit: 'steps', counts: {} });
     const summaryRef = await writeJsonArtifact(path.join(outputDir, 'summary.json'), summary, {

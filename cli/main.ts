@@ -36,6 +36,8 @@ Usage:
   codegrep training budget <runId> --steps N
       Steer a training run (<runId>/training): pause / stop let the trainer checkpoint first; budget changes the
       step budget (refused below the current step). The GPU worker runs with \`npm run worker:gpu\`.
+  codegrep training checkpoints <runId> [--data-dir runs]
+      The run's checkpoints with their adapter sha256 and validation figures; (best) marks what checkpoint: best serves.
 
 Environment: CODEGREP_TEMPORAL_ADDRESS (${temporalConfig.address}), CODEGREP_NAMESPACE (${temporalConfig.namespace}),
   CODEGREP_TEMPORAL_TLS, CODEGREP_TEMPORAL_SERVER_NAME, CODEGREP_TEMPORAL_TLS_CA, CODEGREP_TEMPORAL_TLS_CERT, CODEGREP_TEMPORAL_TLS_KEY,
@@ -157,7 +159,15 @@ async function main(argv: string[]): Promise<number> {
       return reportCommand({ runId: positionals[0], dataDir: values['data-dir'], html: values.html, list: values.list });
     }
     case 'training': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { steps: { type: 'string' } } });
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { steps: { type: 'string' }, 'data-dir': { type: 'string', default: 'runs' } },
+      });
+      if (positionals[0] === 'checkpoints') {
+        const { trainingCheckpointsCommand } = await import('./training-checkpoints');
+        return trainingCheckpointsCommand(positionals[1], values['data-dir']);
+      }
       const { trainingCommand } = await import('./training');
       return trainingCommand(positionals[0] ?? 'status', positionals[1], { steps: values.steps });
     }

@@ -94,7 +94,11 @@ export async function runCommand(options: RunOptions): Promise<number> {
   try {
     const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
     const needGpuWorker =
-      options.worker && config.stages.includes('training') && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
+      options.worker &&
+      (config.stages.includes('training') ||
+        // A trained policy is served by the GPU worker (lib/policy-server), with or without a training stage.
+        (config.stages.includes('evaluation') && config.evaluation.retrievers.some((r) => r.kind === 'agent' && r.policy !== undefined))) &&
+      !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
     // The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
     // failures' full messages go to the run's log file.
     const logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);

@@ -88,8 +88,21 @@ describe('final screen', () => {
         beta: 0.5,
         highQualityThreshold: 0.8,
         bootstrap: { samples: 1000, seed: 0, confidence: 0.95 },
-        retrievers: [retriever('bm25', 'bm25', 0.162), retriever('minilm', 'dense', 0.194)],
+        retrievers: [retriever('bm25', 'bm25', 0.162), retriever('minilm', 'dense', 0.194), retriever('trained', 'agent', 0.01)],
         failedRetrievers: [],
+        servedPolicies: [
+          {
+            retriever: 'trained',
+            runId: 'demo',
+            step: 2,
+            adapterSha256: 'eeb1a50a0efafacce89a008a0670044388279af17fe0de241aaa4f4789ef6871',
+            baseModel: '/p/runs/tiny-model',
+            model: 'demo/step-00000002',
+            backend: 'hf',
+            answerFormat: 'codegrep',
+            maxTurns: 2,
+          },
+        ],
       },
       report: { html: '/runs/demo/evaluation/report.html', markdown: '/runs/demo/evaluation/report.md' },
     },
@@ -107,6 +120,10 @@ describe('final screen', () => {
     expect(screen).toContain('training ✓ (SMOKE RUN');
     expect(screen).toMatch(/bm25 \(bm25\)\s+0\.162 \[0\.08, 0\.24\]/);
     expect(screen).toMatch(/minilm \(dense\)\s+0\.194/);
+    expect(screen).toMatch(/trained \(agent\)\s+0\.010/);
+    expect(screen).toContain(
+      'trained: checkpoint step 2 of run demo (demo/step-00000002, hf, adapter eeb1a50a0efa) — a toy model on a CPU: its numbers mean nothing',
+    );
     expect(screen).toContain("minilm: all-MiniLM-L6-v2 embeddings of each instance's BM25 top-20 files, their first 2 chunks");
     expect(screen).toContain('report     /runs/demo/evaluation/report.html');
     expect(screen).toContain('Web UI     http://localhost:8233/');

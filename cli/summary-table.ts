@@ -140,6 +140,12 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     const format = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
     lines.push(format(header), format(widths.map((w) => '─'.repeat(w))), ...rows.map(format));
     for (const failed of s.failedRetrievers) lines.push(`  ${failed.name}: failed — ${failed.reason}`);
+    for (const p of s.servedPolicies ?? []) {
+      const toy = result.training?.report.smokeRun && p.runId === result.runId ? ' — a toy model on a CPU: its numbers mean nothing' : '';
+      lines.push(
+        `  ${p.retriever}: checkpoint step ${p.step} of run ${p.runId} (${p.model}, ${p.backend}, adapter ${p.adapterSha256.slice(0, 12)})${toy}`,
+      );
+    }
     for (const r of context.retrievers ?? []) {
       if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
       const corpus = r.bm25Candidates === undefined ? 'every file' : `each instance's BM25 top-${r.bm25Candidates} files`;

@@ -1,5 +1,5 @@
 /**
- * The GPU worker: the training activity only, on task queue `codegrep-gpu` (temporal.config.ts
+ * The GPU worker: the training activity and the policy server (lib/policy-server), on task queue `codegrep-gpu` (temporal.config.ts
  * `taskQueues.gpu`), one segment at a time. Run it on the GPU node with `npm run worker:gpu`; the workflows
  * and every other activity stay on the CPU worker.
  *
@@ -8,6 +8,7 @@
  * attempt, which a GPU worker retries from that checkpoint. A worker killed outright is noticed by the
  * heartbeat timeout; the retry reaps the trainer it left behind first.
  */
+import { servePolicy } from '../activities/policy-server';
 import { trainSegment } from '../activities/training';
 import { setNodeDataDir } from '../lib/store-sync';
 import { temporalConfig } from '../temporal.config';
@@ -26,8 +27,8 @@ export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<R
   if (options.dataDir) setNodeDataDir(options.dataDir);
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.gpu,
-    activities: { trainSegment },
-    // One trainer owns the accelerator: never two segments at once on one node.
+    activities: { trainSegment, servePolicy },
+    // One trainer or one policy server owns the accelerator: never two at once on one node.
     maxConcurrentActivityTaskExecutions: 1,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,
   });

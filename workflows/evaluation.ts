@@ -2,7 +2,12 @@ import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } fr
 import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { EvaluateShardOutput, EvaluationResult } from '../schemas/evaluation';
+import type { EvaluateShardOutput, EvaluationResult, RetrieverPlan } from '../schemas/evaluation';
+import type { AgentRetrieverConfig, EvaluationConfig, RetrieverConfig } from '../schemas/evaluation/config';
+import type { PolicyServerReady } from '../schemas/policy-server';
+import type { ResolvedConfig } from '../lib/config';
+import { temporalConfig } from '../temporal.config';
+import { PolicyServers } from './policy-server';
 import { activityOptions } from './activity-options';
 import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
@@ -10,7 +15,11 @@ import { rootMessage } from '../lib/errors/root-message';
 
 export const evaluationStages = ['plan', 'predict', 'report'] as const;
 
-export type EvaluationInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
+export type EvaluationInput = PipelineConfigInput & {
+  artifacts?: { samples?: ArtifactRef };
+  /** A sub-folder of `evaluation/` for this execution, set by its parent (a training run's validation of one checkpoint). */
+  outputLabel?: string;
+};
 
 /** `20250102T030000Z`: a folder name for one execution, stable across replays (the workflow's start time). */
 function executionLabel(start: Date): string {
@@ -20,33 +29,77 @@ function executionLabel(start: Date): string {
     .replace(/\.\d+Z$/, 'Z');
 }
 
+/** One retriever's shards as they settled, or why it never ran (its policy could not be served). */
+type RetrieverOutcome = { name: string; settled: PromiseSettledResult<EvaluateShardOutput>[] } | { name: string; failure: string };
+
 /**
  * The settled shards, retriever by retriever: a retriever with a failed shard is reported with the reason and
  * left out; the others' shard refs go to the summary. A failure that is not an activity's is rethrown.
  */
-function shardsByRetriever(
-  retrievers: readonly { name: string }[],
-  shardCount: number,
-  settled: readonly PromiseSettledResult<EvaluateShardOutput>[],
-) {
+function shardsByRetriever(outcomes: readonly RetrieverOutcome[]) {
   const failedRetrievers: { name: string; reason: string }[] = [];
   const shards: { retriever: string; refs: ArtifactRef[] }[] = [];
   let cached = 0;
   let failedShards = 0;
-  retrievers.forEach((retriever, r) => {
-    const own = settled.slice(r * shardCount, (r + 1) * shardCount);
+  for (const outcome of outcomes) {
+    if ('failure' in outcome) {
+      failedRetrievers.push({ name: outcome.name, reason: outcome.failure });
+      continue;
+    }
+    const own = outcome.settled;
     const failure = own.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     failedShards += own.filter((s) => s.status === 'rejected').length;
     if (failure) {
       if (!(failure.reason instanceof ActivityFailure)) throw failure.reason; // cancellation, or a bug in this workflow
-      failedRetrievers.push({ name: retriever.name, reason: rootMessage(failure.reason) });
-      return;
+      failedRetrievers.push({ name: outcome.name, reason: rootMessage(failure.reason) });
+      continue;
     }
     const outputs = own.map((s) => (s as PromiseFulfilledResult<EvaluateShardOutput>).value);
     cached += outputs.filter((o) => o.cached).length;
-    shards.push({ retriever: retriever.name, refs: outputs.map((o) => o.shard) });
-  });
+    shards.push({ retriever: outcome.name, refs: outputs.map((o) => o.shard) });
+  }
   return { shards, failedRetrievers, cached, failedShards };
+}
+
+type TrainedPolicyRetriever = AgentRetrieverConfig & { policy: NonNullable<AgentRetrieverConfig['policy']> };
+
+function isTrainedPolicy(retriever: RetrieverConfig): retriever is TrainedPolicyRetriever {
+  return retriever.kind === 'agent' && retriever.policy !== undefined && retriever.served === undefined;
+}
+
+/** The run whose checkpoint a trained-policy retriever asks, and which checkpoint. */
+function policySource(config: ResolvedConfig, retriever: TrainedPolicyRetriever) {
+  const own = retriever.policy === 'trained';
+  const runId = own ? config.runId : (retriever.policy as { run: string }).run;
+  const checkpoint =
+    (own ? undefined : (retriever.policy as { checkpoint?: number | 'best' | 'latest' }).checkpoint) ??
+    retriever.checkpoint ??
+    (own && config.training?.validation ? 'best' : 'latest');
+  return { runId, runDir: own ? config.runDir : `${config.dataDir}/${runId}`, checkpoint };
+}
+
+/**
+ * The retriever as its shards run it: the served endpoint, and the checkpoint's own answer format and turn
+ * limit (from its training config) unless the retriever sets them, which is then an override the summary keeps.
+ */
+function servedRetriever(retriever: TrainedPolicyRetriever, ready: PolicyServerReady): AgentRetrieverConfig {
+  return {
+    ...retriever,
+    baseUrl: ready.baseUrl,
+    model: ready.model,
+    answerFormat: retriever.answerFormat ?? ready.trainedWith.answerFormat,
+    limits: { ...retriever.limits, maxTurns: retriever.limits?.maxTurns ?? ready.trainedWith.maxTurns },
+    served: {
+      runId: ready.runId,
+      step: ready.step,
+      adapterSha256: ready.adapterSha256,
+      baseModel: ready.baseModel,
+      model: ready.model,
+      baseUrl: ready.baseUrl,
+      backend: ready.backend,
+      requestLog: ready.requestLog,
+    },
+  };
 }
 
 /**
@@ -72,7 +125,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
-  const outputLabel = evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null;
+  const outputLabel = input.outputLabel ?? (evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null);
   const plan = await trackedStep(
     tracker,
     'plan',
@@ -81,31 +134,95 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   );
 
   tracker.start('predict');
+  const policyRetrievers = evaluationConfig.retrievers.filter(isTrainedPolicy);
   const total = plan.retrievers.length * plan.shardCount;
   // Progress is counted here, as shards finish (a running shard heartbeats its own instance count).
   let settledShards = 0;
   const showProgress = () => tracker.progress({ stage: 'predict', done: settledShards, total, unit: 'shards', counts: {} });
   showProgress();
-  const jobs = plan.retrievers.flatMap((retriever) =>
-    Array.from({ length: plan.shardCount }, (_, shardIndex) => async () => {
+  const shardJobs = (retrievers: readonly RetrieverPlan[], evaluation: EvaluationConfig) =>
+    retrievers.flatMap((retriever) =>
+      Array.from({ length: plan.shardCount }, (_, shardIndex) => async () => {
+        try {
+          return await evaluateShard({ ...common, samples, evaluation, retriever, shardIndex, shardCount: plan.shardCount });
+        } finally {
+          settledShards += 1;
+          showProgress();
+        }
+      }),
+    );
+  const policyNames = new Set(policyRetrievers.map((r) => r.name));
+  const plainPlans = plan.retrievers.filter((r) => !policyNames.has(r.name));
+  const plainSettled = settleAll(shardJobs(plainPlans, evaluationConfig), evaluationConfig.maxConcurrentShards);
+  // Trained policies are served one at a time (one GPU, one checkpoint), beside the other retrievers' shards; a
+  // served retriever is planned again with its checkpoint, so its shards' folder names that checkpoint.
+  const policyOutcomes = new Map<string, { plan: RetrieverPlan; retriever: AgentRetrieverConfig; outcome: RetrieverOutcome }>();
+  if (policyRetrievers.length > 0) {
+    const servers = new PolicyServers(overrides);
+    const serving = evaluationConfig.policyServer;
+    for (const retriever of policyRetrievers) {
+      const source = policySource(config, retriever);
       try {
-        return await evaluateShard({
-          ...common,
-          samples,
-          evaluation: evaluationConfig,
+        await servers.serve(
+          {
+            requestId: `${retriever.name}@${source.runId}:${String(source.checkpoint)}`,
+            taskQueue: serving.gpuTaskQueue ?? config.training?.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
+            runId: source.runId,
+            runDir: source.runDir,
+            store: config.store ?? null,
+            checkpoint: source.checkpoint,
+            python: serving.python ?? config.training?.python ?? '.venv/bin/python',
+            backend: serving.backend,
+            host: serving.host,
+            readyTimeoutMs: serving.readyTimeoutMs,
+          },
+          async (ready) => {
+            const resolved = servedRetriever(retriever, ready);
+            const own = { ...evaluationConfig, retrievers: [resolved] };
+            const replanned = await planEvaluation({ ...common, samples, evaluation: own, outputLabel });
+            const settled = await settleAll(shardJobs(replanned.retrievers, own), evaluationConfig.maxConcurrentShards);
+            policyOutcomes.set(retriever.name, {
+              plan: replanned.retrievers[0]!,
+              retriever: resolved,
+              outcome: { name: retriever.name, settled },
+            });
+          },
+        );
+      } catch (error) {
+        if (!(error instanceof ActivityFailure || error instanceof ApplicationFailure)) throw error;
+        const placeholder = plan.retrievers.find((r) => r.name === retriever.name)!;
+        policyOutcomes.set(retriever.name, {
+          plan: placeholder,
           retriever,
-          shardIndex,
-          shardCount: plan.shardCount,
+          outcome: { name: retriever.name, failure: `its policy could not be served: ${rootMessage(error)}` },
         });
-      } finally {
-        settledShards += 1;
-        showProgress();
       }
-    }),
-  );
-  const settled = await settleAll(jobs, evaluationConfig.maxConcurrentShards);
+    }
+  }
+  const plainOutcomes = await plainSettled;
+  // Back in config order: every retriever's plan, outcome and (for a trained policy) the config it ran with.
+  let plainIndex = 0;
+  const outcomes: RetrieverOutcome[] = [];
+  const retrieverPlans: RetrieverPlan[] = [];
+  const retrievers: RetrieverConfig[] = [];
+  for (const retriever of evaluationConfig.retrievers) {
+    const served = policyOutcomes.get(retriever.name);
+    if (served) {
+      outcomes.push(served.outcome);
+      retrieverPlans.push(served.plan);
+      retrievers.push(served.retriever);
+      continue;
+    }
+    const own = plainPlans[plainIndex]!;
+    outcomes.push({ name: own.name, settled: plainOutcomes.slice(plainIndex * plan.shardCount, (plainIndex + 1) * plan.shardCount) });
+    retrieverPlans.push(own);
+    retrievers.push(retriever);
+    plainIndex += 1;
+  }
+  const ranPlan = { ...plan, retrievers: retrieverPlans };
+  const ranEvaluation = policyRetrievers.length > 0 ? { ...evaluationConfig, retrievers } : evaluationConfig;
 
-  const { shards, failedRetrievers, cached, failedShards } = shardsByRetriever(plan.retrievers, plan.shardCount, settled);
+  const { shards, failedRetrievers, cached, failedShards } = shardsByRetriever(outcomes);
   const note = `${total - failedShards} of ${total} shards (${cached} cached)${failedRetrievers.length > 0 ? `; failed: ${failedRetrievers.map((f) => f.name).join(', ')}` : ''}`;
   if (shards.length === 0) {
     tracker.finish('predict', 'failed', note);
@@ -120,7 +237,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const summary = await trackedStep(
     tracker,
     'report',
-    () => summarizeEvaluation({ ...common, samples, evaluation: evaluationConfig, plan, shards, failedRetrievers }),
+    () => summarizeEvaluation({ ...common, samples, evaluation: ranEvaluation, plan: ranPlan, shards, failedRetrievers }),
     (s) => s.report.markdown,
   );
   tracker.complete();

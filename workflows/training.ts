@@ -2,6 +2,9 @@ import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  executeChild,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -22,6 +25,10 @@ import type { TrainSegmentResult, TrainingProgress, TrainingReportOutput } from 
 import type { TrainingCarry, TrainingResult, TrainingStatus } from '../schemas/training/workflow';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import { StageTracker } from './stage-tracker';
+import { evaluation } from './evaluation';
+import { bestValidatedStep, patienceExhausted, validationMetricValue } from '../lib/training/validation-choice';
+import { rootMessage } from '../lib/errors/root-message';
+import type { ValidationRow } from '../schemas/training/validation';
 
 /** `training` matches the pipeline's stage name, so a parent pipeline shows the step progress too. */
 export const trainingStages = ['training', 'report'] as const;
@@ -58,9 +65,8 @@ export type TrainingInput = PipelineConfigInput & {
  * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
-  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore } = proxyActivities<typeof activities>(
-    activityOptions('short'),
-  );
+  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore, splitValidation, recordValidation } =
+    proxyActivities<typeof activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const t = config.training;
   if (!t) {
@@ -94,11 +100,14 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   const samples =
     input.artifacts?.samples ??
     (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+  // With validation the held-out samples are taken out of the training samples (refused when they share a commit).
+  const split = t.validation ? await splitValidation({ runDir: config.runDir, samples, validation: t.validation }) : null;
+  const trainingSamples = split?.training ?? samples;
   // With a run store (issue #13) the samples reach it first and the GPU segments run shared-nothing.
   const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
   const segmentSamples = store
-    ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: samples })
-    : samples;
+    ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: trainingSamples })
+    : trainingSamples;
   const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
   const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));
   setHandler(trainingStatusQuery, () => run.status());
@@ -108,16 +117,25 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   setHandler(trainingProgressSignal, (progress) => run.onProgress(progress));
   setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
 
-  const trained = await run.train((segment) =>
-    trainSegment({
-      runId: config.runId,
-      runDir: config.runDir,
-      trainingWorkflowId: workflowInfo().workflowId,
-      samples: segmentSamples,
-      training: t,
-      ...(store ? { store } : {}),
-      ...segment,
-    }),
+  const validate =
+    split && t.validation
+      ? async (step: number) => {
+          run.recordValidation(await validateCheckpoint(input, config, t.validation!, split.validation, step));
+          await recordValidation({ runDir: config.runDir, rows: run.validations });
+        }
+      : null;
+  const trained = await run.train(
+    (segment) =>
+      trainSegment({
+        runId: config.runId,
+        runDir: config.runDir,
+        trainingWorkflowId: workflowInfo().workflowId,
+        samples: segmentSamples,
+        training: t,
+        ...(store ? { store } : {}),
+        ...segment,
+      }),
+    validate,
   );
   if (trained === 'continue-as-new') {
     await condition(allHandlersFinished);
@@ -133,6 +151,68 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 }
 
 type RunConfig = Awaited<ReturnType<typeof activities.validateConfig>>;
+
+const stepLabel = (step: number) => `step-${String(step).padStart(8, '0')}`;
+
+/**
+ * One checkpoint's validation: the `evaluation` workflow as a child, on the held-out samples, with the run's
+ * own checkpoint at `step` as its only retriever (served by the GPU worker between two segments, so the
+ * server and the trainer never share the GPU). A child that fails is recorded as a checkpoint without a value.
+ */
+async function validateCheckpoint(
+  input: TrainingInput,
+  config: RunConfig,
+  validation: NonNullable<TrainingSection['validation']>,
+  heldOut: ArtifactRef,
+  step: number,
+): Promise<ValidationRow> {
+  const { carried: _carried, ...pipelineInput } = input;
+  const row: ValidationRow = {
+    step,
+    metric: validation.metric,
+    value: null,
+    instances: 0,
+    failed: 0,
+    adapterSha256: '',
+    servedModel: '',
+    evaluationDir: `${config.runDir}/evaluation/validation-${stepLabel(step)}`,
+  };
+  try {
+    const result = await executeChild(evaluation, {
+      workflowId: `${config.runId}/validation/${stepLabel(step)}`,
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      args: [
+        {
+          ...pipelineInput,
+          artifacts: { samples: heldOut },
+          outputLabel: `validation-${stepLabel(step)}`,
+          evaluation: {
+            ...config.evaluation,
+            instances: undefined,
+            outputPerRun: false,
+            retrievers: [
+              { name: 'validation', kind: 'agent', policy: { run: config.runId, checkpoint: step }, concurrency: 4, timeoutMs: 120_000 },
+            ],
+          },
+        },
+      ],
+    });
+    const retriever = result.summaryValues.retrievers[0];
+    const served = result.summaryValues.servedPolicies[0];
+    return {
+      ...row,
+      value: retriever ? validationMetricValue(retriever, validation.metric) : null,
+      instances: retriever?.instances ?? 0,
+      failed: retriever?.failed ?? 0,
+      adapterSha256: served?.adapterSha256 ?? '',
+      servedModel: served?.model ?? '',
+      evaluationDir: result.outputDir,
+    };
+  } catch (error) {
+    if (!(error instanceof ChildWorkflowFailure)) throw error;
+    return { ...row, servedModel: `validation failed: ${rootMessage(error).slice(0, 200)}` };
+  }
+}
 type TrainingSection = NonNullable<RunConfig['training']>;
 type SegmentRequest = { segment: number; fromStep: number; targetStep: number; totalSteps: number };
 
@@ -170,6 +250,8 @@ class TrainingRun {
   private running: { scope: CancellationScope; target: number } | null = null;
   private interrupted: 'pause' | 'stop' | 'budget' | null = null;
   private modelParameters: number | null = null;
+  /** The validated checkpoints (carried across continue-as-new). */
+  readonly validations: ValidationRow[];
 
   constructor(
     private readonly config: RunConfig,
@@ -177,7 +259,22 @@ class TrainingRun {
     private readonly tracker: StageTracker,
     /** What a continuation carries on (see TrainingCarry). */
     readonly state: TrainingCarry,
-  ) {}
+  ) {
+    this.validations = state.validations ?? [];
+    state.validations = this.validations;
+  }
+
+  /** A validated checkpoint; with `patience`, stop once that many validations brought no new best. */
+  recordValidation(row: ValidationRow): void {
+    this.validations.push(row);
+    const v = this.t.validation;
+    if (v && patienceExhausted(this.validations, v.patience) && !this.state.stopRequested) {
+      this.state.stopRequested = true;
+      this.state.notes.push(
+        `validation: no better ${v.metric} in ${v.patience} validations after step ${bestValidatedStep(this.validations)}; training stopped at step ${row.step}`,
+      );
+    }
+  }
 
   status(): TrainingStatus {
     const { state, phase, t } = this;
@@ -236,7 +333,10 @@ class TrainingRun {
   }
 
   /** Segments until the budget is reached or a stop was asked for; or until the history should continue as new. */
-  async train(trainSegment: (segment: SegmentRequest) => Promise<TrainSegmentResult>): Promise<'finished' | 'continue-as-new'> {
+  async train(
+    trainSegment: (segment: SegmentRequest) => Promise<TrainSegmentResult>,
+    validate: ((step: number) => Promise<void>) | null = null,
+  ): Promise<'finished' | 'continue-as-new'> {
     const { state, t, tracker } = this;
     tracker.start('training');
     this.showProgress();
@@ -250,7 +350,10 @@ class TrainingRun {
         return 'continue-as-new';
       state.segment += 1;
       segmentsThisRun += 1;
-      const target = Math.min(state.step + t.segmentSteps, state.budget);
+      const every = validate ? t.validation?.every : undefined;
+      const before = state.step;
+      // With validation a segment ends at the next validated step, so the checkpoint there exists and is evaluated.
+      const target = Math.min(state.step + t.segmentSteps, state.budget, ...(every ? [(Math.floor(state.step / every) + 1) * every] : []));
       const scope = new CancellationScope();
       this.running = { scope, target };
       this.interrupted = null;
@@ -275,6 +378,14 @@ class TrainingRun {
         state.latest = result.latest ?? state.latest;
         this.modelParameters = result.trainerParameters ?? this.modelParameters;
         this.showProgress();
+      }
+      if (validate && every !== undefined) {
+        // A fast trainer may pass a validated step before the segment stops it: validate every due step it passed
+        // (its checkpoint exists: checkpointEvery divides validation.every), and the last step of the run.
+        const due: number[] = [];
+        for (let next = (Math.floor(before / every) + 1) * every; next <= state.step; next += every) due.push(next);
+        if (state.step >= state.budget && state.checkpointStep === state.step && !due.includes(state.step)) due.push(state.step);
+        for (const step of due) if (!this.validations.some((v) => v.step === step)) await validate(step);
       }
       if (state.step > state.budget) {
         state.notes.push(
@@ -309,6 +420,7 @@ class TrainingRun {
       modelDir: t.modelDir,
       notes: state.notes,
       ...(this.config.store ? { store: this.config.store } : {}),
+      ...(this.validations.length > 0 ? { validation: this.validations } : {}),
     });
     tracker.finish('report', 'completed', `${report.steps} steps, ${report.plots.length} plots`);
     this.phase = 'done';
@@ -327,6 +439,7 @@ class TrainingRun {
       segments: state.segment,
       report,
       notes: state.notes,
+      ...(this.validations.length > 0 ? { validation: { rows: this.validations, bestStep: bestValidatedStep(this.validations) } } : {}),
     };
   }
 

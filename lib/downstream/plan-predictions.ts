@@ -58,7 +58,7 @@ export async function loadPredictions(
   const files = new Map<string, string[]>();
   for (const prediction of read.predictions) files.set(prediction.instanceId, prediction.files);
   const errors = read.errors.map((error) => `line ${error.line}: ${error.message}`);
-  return { from: { uri: file, sha256, format: 'jsonl', retriever: null }, files, errors };
+  return { from: { uri: file, sha256, format: 'jsonl', retriever: null, policy: null }, files, errors };
 }
 
 /**
@@ -74,7 +74,7 @@ async function readParquetPredictions(
   const files = new Map<string, string[]>();
   const errors: string[] = [];
   const retrievers = new Set<string>();
-  const rows: Array<{ ordinal: number; instanceId: string; retriever: string | null; files: string[] }> = [];
+  const rows: Array<{ ordinal: number } & ReturnType<typeof PredictionsParquetRowSchema.parse>> = [];
   for await (const record of readRows(file)) {
     if ('error' in record) {
       errors.push(`row ${record.ordinal}: ${record.error}`);
@@ -101,11 +101,17 @@ async function readParquetPredictions(
       `${where}.retriever (${configuration.name}): ${file} has no rows of retriever "${retriever}" (it has ${[...retrievers].sort().join(', ') || 'none'})`,
     );
   }
+  let policy: LoadedPredictions['from']['policy'] = null;
   for (const row of rows) {
     if (retriever !== undefined && row.retriever !== retriever) continue;
+    if (row.policy) {
+      if (policy && policy.adapterSha256 !== row.policy.adapterSha256)
+        errors.push(`row ${row.ordinal}: checkpoint ${row.policy.model} differs from ${policy.model} of the earlier rows`);
+      policy ??= row.policy;
+    }
     if (files.has(row.instanceId)) errors.push(`row ${row.ordinal}: instance ${row.instanceId} again; the first row is used`);
     else files.set(row.instanceId, row.files);
   }
   const used = retriever ?? (retrievers.size === 1 ? [...retrievers][0]! : null);
-  return { from: { uri: file, sha256, format: 'parquet', retriever: used }, files, errors };
+  return { from: { uri: file, sha256, format: 'parquet', retriever: used, policy }, files, errors };
 }

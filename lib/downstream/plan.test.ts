@@ -98,3 +98,58 @@ describe('planDownstreamRuns', () => {
     await expect(plan(retriever)).rejects.toThrow(/only a predictions Parquet file has retrievers/);
   });
 });
+
+describe('planDownstreamRuns on a trained policy', () => {
+  it('records the checkpoint the injected predictions came from (served model, base model, step, adapter sha256)', async () => {
+    const { writeParquetArtifact } = await import('../artifacts');
+    const { evaluationPredictionsArrowSchema } = await import('../../schemas/evaluation');
+    const row = (retriever: string, instanceId: string, served: boolean) => ({
+      instanceId,
+      retriever,
+      kind: served ? 'agent' : 'bm25',
+      files: ['src/ops.py'],
+      ranked: null,
+      lineRanges: null,
+      modules: null,
+      functions: null,
+      turns: null,
+      toolCalls: null,
+      promptTokens: null,
+      completionTokens: null,
+      answerValid: null,
+      endReason: null,
+      error: null,
+      ms: 1,
+      servedModel: served ? 'r/step-00000002' : null,
+      baseModel: served ? '/models/tiny' : null,
+      checkpointStep: served ? 2 : null,
+      adapterSha256: served ? 'cd'.repeat(32) : null,
+    });
+    const ref = await writeParquetArtifact({
+      path: path.join(dir, 'predictions.parquet'),
+      schemaName: 'evaluation.predictions',
+      schemaVersion: 2,
+      arrowSchema: evaluationPredictionsArrowSchema,
+      rows: [row('bm25', 'a-1', false), row('trained', 'a-1', true), row('trained', 'a-2', true)],
+      inputs: [],
+      configHash: 'e'.repeat(64),
+    });
+    const downstream = config({
+      configurations: [
+        { name: 'baseline', source: 'none' },
+        { name: 'trained', source: 'predictions' },
+      ],
+    });
+    const planning = await planDownstreamRuns({
+      runId: 'r',
+      runDir: dir,
+      config: downstream,
+      instancesFile,
+      predictions: { trained: ref },
+    });
+    expect(planning.plan.configurations[1]!.predictionsFrom).toMatchObject({
+      retriever: 'trained',
+      policy: { model: 'r/step-00000002', baseModel: '/models/tiny', step: 2, adapterSha256: 'cd'.repeat(32) },
+    });
+  });
+});

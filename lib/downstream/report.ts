@@ -139,8 +139,12 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
       items: injected.map((c) => {
         const k = c.k ? `, first ${c.k} file(s)` : '';
         if (c.source === 'oracle') return `${c.name}: the gold patch's files${k} (oracle).`;
+        const policy = c.predictionsFrom?.policy;
+        const checkpoint = policy
+          ? `, the trained policy ${policy.model} (base model ${policy.baseModel}, step ${policy.step}, adapter sha256 ${policy.adapterSha256})`
+          : '';
         const from = c.predictionsFrom
-          ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''})`
+          ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''}${checkpoint})`
           : 'no source';
         const missing =
           c.missingPredictions.length > 0

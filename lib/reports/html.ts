@@ -1,6 +1,6 @@
 import type { EvaluationSummary } from '../../schemas/evaluation';
 import { escapeHtml } from './format';
-import type { ReportArtifacts } from './markdown';
+import { servedPolicyLine, type ReportArtifacts } from './markdown';
 import { histogramSvg, precisionRecallScatterSvg, type PrecisionRecallPoint } from './svg-charts';
 import { reportTables, scopeSentence, type ReportTable } from './tables';
 
@@ -53,6 +53,12 @@ export function renderHtmlReport(summary: EvaluationSummary, artifacts: ReportAr
       : `<section id="failed"><h2>Retrievers that did not finish</h2><ul>${summary.failedRetrievers
           .map((f) => `<li><strong>${escapeHtml(f.name)}</strong>: ${escapeHtml(f.reason)}</li>`)
           .join('')}</ul></section>`;
+  const served =
+    summary.servedPolicies.length === 0
+      ? ''
+      : `<section id="served"><h2>Trained policies (the checkpoint that answered)</h2><ul>${summary.servedPolicies
+          .map((p) => `<li>${escapeHtml(servedPolicyLine(p).replace(/[*`]/g, ''))}</li>`)
+          .join('')}</ul></section>`;
   const title = `Retrieval evaluation — run ${summary.runId}`;
   return [
     '<!DOCTYPE html>',
@@ -62,6 +68,7 @@ export function renderHtmlReport(summary: EvaluationSummary, artifacts: ReportAr
     `<h1>${escapeHtml(title)}</h1>`,
     `<p>${escapeHtml(scopeSentence(summary))}</p>`,
     ...reportTables(summary).map(htmlTable),
+    served,
     failed,
     chartsSection(instances),
     '<section id="artifacts"><h2>Artifacts</h2><ul>',

@@ -31,6 +31,10 @@ function prediction(overrides: Partial<EvaluationPrediction>): EvaluationPredict
     endReason: null,
     error: null,
     ms: 0,
+    servedModel: null,
+    baseModel: null,
+    checkpointStep: null,
+    adapterSha256: null,
     ...overrides,
   };
 }

@@ -21,6 +21,10 @@ function markdownTable(table: ReportTable): string {
 export function renderMarkdownReport(summary: EvaluationSummary, artifacts: ReportArtifacts): string {
   const parts = [`# Retrieval evaluation — run \`${summary.runId}\``, '', scopeSentence(summary)];
   for (const table of reportTables(summary)) parts.push('', markdownTable(table));
+  if (summary.servedPolicies.length > 0) {
+    parts.push('', '## Trained policies (the checkpoint that answered)', '');
+    for (const p of summary.servedPolicies) parts.push(`- ${servedPolicyLine(p)}`);
+  }
   if (summary.failedRetrievers.length > 0) {
     parts.push('', '## Retrievers that did not finish', '');
     for (const failed of summary.failedRetrievers) parts.push(`- **${failed.name}**: ${markdownCell(failed.reason)}`);
@@ -34,4 +38,9 @@ export function renderMarkdownReport(summary: EvaluationSummary, artifacts: Repo
     `- summary: \`${artifacts.summary}\``,
   );
   return `${parts.join('\n')}\n`;
+}
+
+/** One trained-policy retriever's checkpoint, as every report names it. */
+export function servedPolicyLine(p: EvaluationSummary['servedPolicies'][number]): string {
+  return `**${p.retriever}**: run \`${p.runId}\` step ${p.step} (served as \`${p.model}\`, ${p.backend}), base model \`${p.baseModel}\`, adapter sha256 \`${p.adapterSha256}\`, ${p.answerFormat} answers, ${p.maxTurns ?? 'default'} turns`;
 }

@@ -91,6 +91,19 @@ const summary: EvaluationSummary = {
   bootstrap,
   retrievers: [summarizeRetriever('bm25', 'bm25', bm25Rows, bootstrap), summarizeRetriever('scout', 'agent', scoutRows, bootstrap)],
   failedRetrievers: [{ name: 'dense', reason: 'dense: model dir required | <none>' }],
+  servedPolicies: [
+    {
+      retriever: 'scout',
+      runId: 'nightly-1',
+      step: 897,
+      adapterSha256: 'ab'.repeat(32),
+      baseModel: '/models/Qwen3-4B',
+      model: 'nightly-1/step-00000897',
+      backend: 'vllm',
+      answerFormat: 'codescout',
+      maxTurns: 4,
+    },
+  ],
 };
 const artifacts = { predictions: 'predictions.parquet', metrics: 'metrics.parquet', summary: 'summary.json' };
 
@@ -115,6 +128,9 @@ describe('Markdown report', () => {
     expect(md).toContain('2 instances, file-level scores against the gold-patch files. Left out: 1 without ground truth, 0 not selected.');
     expect(md).toContain('- **dense**: dense: model dir required \\| <none>');
     expect(md).toContain('`predictions.parquet`');
+    expect(md).toContain(
+      `- **scout**: run \`nightly-1\` step 897 (served as \`nightly-1/step-00000897\`, vllm), base model \`/models/Qwen3-4B\`, adapter sha256 \`${'ab'.repeat(32)}\`, codescout answers, 4 turns`,
+    );
     expect(md).toMatch(/## 95% bootstrap intervals[\s\S]*\| bm25 \| \[0\.000, 0\.556\] \|/);
   });
 });

@@ -1,3 +1,4 @@
+import { bestValidatedStep } from './validation-choice';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { mean, median } from '../metrics/summary';
@@ -108,6 +109,19 @@ export function trainingReportMarkdown(
     );
   }
   for (const plot of plots) lines.push(`![${plot.title} (${plot.figure})](${plot.name}.svg)`, '');
+  if (input.validation.length > 0) {
+    lines.push(
+      `Validation (held out; \`checkpoint: best\` is step ${bestValidatedStep(input.validation) ?? '–'}):`,
+      '',
+      '| step | metric | value | instances | failed | adapter sha256 |',
+      '| --- | --- | --- | --- | --- | --- |',
+      ...input.validation.map(
+        (v) =>
+          `| ${v.step} | ${v.metric} | ${v.value === null ? '–' : v.value.toFixed(3)} | ${v.instances} | ${v.failed} | ${v.adapterSha256.slice(0, 12)} |`,
+      ),
+      '',
+    );
+  }
   if (input.notes.length > 0) lines.push('Notes:', '', ...input.notes.map((n) => `- ${n}`), '');
   lines.push('Metrics: `training/metrics.parquet` (one row per step). Checkpoints: `training/trainer/checkpoints/`.', '');
   return lines.join('\n');
@@ -139,6 +153,14 @@ export function trainingReportHtml(
     '<div class="plots">',
     ...plots.map((p) => `<figure>${p.svg}<figcaption>${escapeHtml(p.figure)}</figcaption></figure>`),
     '</div>',
+    input.validation.length > 0
+      ? `<h2>Validation (checkpoint: best is step ${bestValidatedStep(input.validation) ?? '–'})</h2><table><tr><th>step</th><th>metric</th><th>value</th><th>instances</th><th>failed</th><th>adapter sha256</th></tr>${input.validation
+          .map(
+            (v) =>
+              `<tr>${[String(v.step), v.metric, v.value === null ? '–' : v.value.toFixed(3), String(v.instances), String(v.failed), v.adapterSha256.slice(0, 12)].map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`,
+          )
+          .join('')}</table>`
+      : '',
     input.notes.length > 0 ? `<h2>Notes</h2><ul>${input.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : '',
     '</body></html>',
     '',

@@ -19,6 +19,11 @@ export const PlannedConfigurationSchema = z.object({
       format: z.enum(['jsonl', 'parquet']),
       /** The retriever whose rows were read (Parquet with a retriever column), else null. */
       retriever: z.string().nullable(),
+      /** A trained policy's checkpoint, as its rows name it (the evaluation's `policy` retriever), else null. */
+      policy: z
+        .object({ model: z.string(), baseModel: z.string(), step: z.number().int(), adapterSha256: z.string() })
+        .nullable()
+        .default(null),
     })
     .nullable(),
   /** Instances of the plan the predictions source has no row for (they run with the issue unchanged). */

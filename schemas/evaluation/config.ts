@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../lib/metrics/params';
 import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
 import { SandboxConfigSchema } from '../sandbox';
+import { CheckpointChoiceSchema, PolicyServerBackendSchema, ServedPolicySchema, TrainedPolicySchema } from '../policy-server';
 
 /**
  * The evaluation section of the run config (SPEC §5 "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
@@ -39,23 +40,63 @@ export const DenseRetrieverSchema = z.object({
   maxChunksPerFile: z.number().int().min(1).optional(),
 });
 
-/** The agent retriever on any OpenAI-compatible endpoint serving the policy (or a checkpoint of it). */
-export const AgentRetrieverSchema = z.object({
-  name: retrieverName,
-  kind: z.literal('agent'),
-  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as http://127.0.0.1:8000/v1' }),
-  model: z.string().trim().min(1, 'model must name the served model'),
-  /** Environment variable holding the API key (read by the worker; the key never enters workflow history). */
-  apiKeyEnv: z.string().min(1).optional(),
-  answerFormat: AnswerFormatSchema,
-  limits: AgentLimitsSchema.optional(),
-  /** Episodes of one shard run at once (shards themselves run `maxConcurrentShards` at a time). */
-  concurrency: z.number().int().min(1).max(64).default(4),
-  temperature: z.number().min(0).max(2).optional(),
-  topP: z.number().gt(0).max(1).optional(),
-  /** Per-call timeout of the endpoint (ms). */
-  timeoutMs: z.number().int().min(100).default(120_000),
-});
+/**
+ * The agent retriever on any OpenAI-compatible endpoint serving the policy (or a checkpoint of it). With
+ * `policy` the endpoint is codegrep's own policy server (lib/policy-server) for a checkpoint of a training
+ * run: `trained` is this run's training stage, `{ run }` an earlier run's; `checkpoint` picks it (`best`,
+ * `latest` or a step). The answer format and turn limit then come from the checkpoint's own training config
+ * unless given here (an override, recorded in the report).
+ */
+export const AgentRetrieverSchema = z
+  .object({
+    name: retrieverName,
+    kind: z.literal('agent'),
+    baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as http://127.0.0.1:8000/v1' }).optional(),
+    model: z.string().trim().min(1, 'model must name the served model').optional(),
+    /** Environment variable holding the API key (read by the worker; the key never enters workflow history). */
+    apiKeyEnv: z.string().min(1).optional(),
+    answerFormat: AnswerFormatSchema.optional(),
+    limits: AgentLimitsSchema.optional(),
+    /** Episodes of one shard run at once (shards themselves run `maxConcurrentShards` at a time). */
+    concurrency: z.number().int().min(1).max(64).default(4),
+    temperature: z.number().min(0).max(2).optional(),
+    topP: z.number().gt(0).max(1).optional(),
+    /** Per-call timeout of the endpoint (ms). */
+    timeoutMs: z.number().int().min(100).default(120_000),
+    /** A checkpoint of a training run, served by codegrep itself. */
+    policy: TrainedPolicySchema.optional(),
+    /** With `policy: trained`: which checkpoint (default `best` when the run validates, else `latest`). */
+    checkpoint: CheckpointChoiceSchema.optional(),
+    /** Set by the evaluation workflow once the policy is served: which checkpoint answers (every row records it). */
+    served: ServedPolicySchema.optional(),
+  })
+  .superRefine((retriever, ctx) => {
+    if (retriever.policy === undefined) {
+      if (retriever.checkpoint !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['checkpoint'],
+          message: 'checkpoint goes with policy: trained (or policy: { run, checkpoint })',
+        });
+      for (const key of ['baseUrl', 'model', 'answerFormat'] as const)
+        if (retriever[key] === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `${key} is required (or set policy: trained to serve a training checkpoint)`,
+          });
+      return;
+    }
+    if (typeof retriever.policy === 'object' && retriever.policy.checkpoint !== undefined && retriever.checkpoint !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['checkpoint'], message: 'give the checkpoint once: in policy.checkpoint or in checkpoint' });
+    if (retriever.served === undefined && (retriever.baseUrl !== undefined || retriever.model !== undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [retriever.baseUrl !== undefined ? 'baseUrl' : 'model'],
+        message: 'a trained policy is served by codegrep itself: leave baseUrl and model out',
+      });
+  });
+export type AgentRetrieverConfig = z.infer<typeof AgentRetrieverSchema>;
 
 /** Predictions of an outside system, JSONL (schemas/predictions.ts); `k` cuts every ranked list (Return@K). */
 export const PredictionsRetrieverSchema = z.object({
@@ -84,8 +125,25 @@ export const RetrieverKindSchema = z.enum(['bm25', 'dense', 'agent', 'prediction
 export const FileTargetSchema = z.enum(['gold-patch', 'catm-merge']);
 export type FileTarget = z.infer<typeof FileTargetSchema>;
 
+/** Where and how trained-policy retrievers are served (lib/policy-server; the GPU worker's `servePolicy`). */
+export const PolicyServerConfigSchema = z
+  .object({
+    backend: PolicyServerBackendSchema.default('auto'),
+    /** The address the server binds and the evaluating workers reach it at. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** The serving node's Python (default: training.python, else .venv/bin/python). */
+    python: z.string().min(1).optional(),
+    /** The task queue of the node that serves (default: training.gpuTaskQueue, else the GPU task queue). */
+    gpuTaskQueue: z.string().min(1).optional(),
+    /** How long loading the model may take (ms). */
+    readyTimeoutMs: z.number().int().min(1000).default(600_000),
+  })
+  .strict();
+export type PolicyServerConfig = z.infer<typeof PolicyServerConfigSchema>;
+
 export const EvaluationConfigSchema = z
   .object({
+    policyServer: PolicyServerConfigSchema.prefault({}),
     /** Default: BM25 top-2, which needs nothing but the worktrees (the stage's offline mode). */
     retrievers: z
       .array(RetrieverConfigSchema)

@@ -29,6 +29,14 @@ const predictionColumns = {
   endReason: nullable(utf8()),
   error: nullable(utf8()),
   ms: float64(),
+  /**
+   * A trained policy's prediction (agent retriever with `policy`): the served model name
+   * (`<runId>/step-NNNNNNNN`), the base model, the checkpoint's step and its adapter's sha256. Null otherwise.
+   */
+  servedModel: nullable(utf8()),
+  baseModel: nullable(utf8()),
+  checkpointStep: nullable(int32()),
+  adapterSha256: nullable(utf8()),
 };
 
 /** One instance's scores by one retriever (CodeGrep §4.2 / App. B; CodeScout §4.2; Acc@k CodeScout App. G). */
@@ -75,7 +83,8 @@ export const EVALUATION_SHARD_SCHEMA_NAME = 'evaluation.shard';
 export const EVALUATION_PREDICTIONS_SCHEMA_NAME = 'evaluation.predictions';
 export const EVALUATION_METRICS_SCHEMA_NAME = 'evaluation.metrics';
 export const EVALUATION_SUMMARY_SCHEMA_NAME = 'evaluation.summary';
-export const EVALUATION_SCHEMA_VERSION = 1;
+/** 2: the served checkpoint's columns (servedModel, baseModel, checkpointStep, adapterSha256). */
+export const EVALUATION_SCHEMA_VERSION = 2;
 
 export const evaluationPredictionsArrowSchema = evaluationPredictionColumns.arrowSchema();
 export const instanceMetricsArrowSchema = instanceMetricColumns.arrowSchema();

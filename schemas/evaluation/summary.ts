@@ -60,5 +60,21 @@ export const EvaluationSummarySchema = z.object({
   bootstrap: z.object({ samples: z.number().int(), seed: z.number().int(), confidence: z.number() }),
   retrievers: z.array(RetrieverSummarySchema),
   failedRetrievers: z.array(z.object({ name: z.string(), reason: z.string() })),
+  /** Each trained-policy retriever's checkpoint: which one answered, and what it was asked with. */
+  servedPolicies: z
+    .array(
+      z.object({
+        retriever: z.string(),
+        runId: z.string(),
+        step: z.number().int(),
+        adapterSha256: z.string(),
+        baseModel: z.string(),
+        model: z.string(),
+        backend: z.string(),
+        answerFormat: z.string(),
+        maxTurns: z.number().int().nullable(),
+      }),
+    )
+    .default([]),
 });
 export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ValidationRowSchema } from './validation';
 import { ArtifactRefSchema } from '../artifact-ref';
 import { SegmentStoreSchema, StoreUriSchema } from '../store';
 import { ResolvedTrainingConfigSchema, TrainingAlgorithmSchema, TrainingRecipeSchema } from './config';
@@ -84,6 +85,8 @@ export const TrainingReportInputSchema = z.object({
   notes: z.array(z.string()).default([]),
   /** Set, the segments' logs and metrics are read from the run store (issue #13). */
   store: StoreUriSchema.optional(),
+  /** The validated checkpoints (training.validation), in step order. */
+  validation: z.array(ValidationRowSchema).default([]),
 });
 export type TrainingReportInput = z.input<typeof TrainingReportInputSchema>;
 

@@ -39,6 +39,32 @@ export const TrainingLimitsSchema = z
   .strict();
 export type TrainingLimits = z.infer<typeof TrainingLimitsSchema>;
 
+/**
+ * Validation during training: every `every` steps the newest checkpoint is served (lib/policy-server) and
+ * evaluated on the held-out `instances` as a child evaluation workflow; `metric` of its summary is recorded per
+ * checkpoint (`training/validation.parquet`, the training report), `checkpoint: best` is the highest, and with
+ * `patience` training stops after that many validations without a new best. The held-out instances are taken
+ * out of the training samples, and no training sample may share a repository commit with one of them.
+ */
+export const ValidationMetricSchema = z.enum(['fBetaMean', 'fileF1', 'moduleF1', 'functionF1']);
+export type ValidationMetric = z.infer<typeof ValidationMetricSchema>;
+export const TrainingValidationSchema = z
+  .object({
+    instances: z.array(z.string().min(1)).min(1, 'validation.instances: list the held-out instance ids'),
+    every: positiveInt,
+    metric: ValidationMetricSchema.default('fBetaMean'),
+    patience: positiveInt.optional(),
+  })
+  .strict()
+  .superRefine((validation, ctx) => {
+    const seen = new Set<string>();
+    validation.instances.forEach((id, i) => {
+      if (seen.has(id)) ctx.addIssue({ code: 'custom', path: ['instances', i], message: `instance "${id}" is listed twice` });
+      seen.add(id);
+    });
+  });
+export type TrainingValidation = z.infer<typeof TrainingValidationSchema>;
+
 const TrainingConfigObject = z
   .object({
     /** A local Hugging Face model directory (`from_pretrained(dir)`); training nodes have no hub access. */
@@ -93,10 +119,27 @@ const TrainingConfigObject = z
     maxSegmentsPerRun: positiveInt.optional(),
     /** A plumbing check (e.g. a tiny random model on CPU): the report says its numbers mean nothing. */
     smokeRun: z.boolean().default(false),
+    /** Held-out evaluation of the newest checkpoint every `every` steps (see TrainingValidationSchema). */
+    validation: TrainingValidationSchema.optional(),
   })
   .strict();
 
-function refuseActivityKeys(training: { trainer: Record<string, unknown> }, ctx: z.RefinementCtx): void {
+/** trainer/config.py's `checkpoint_every` default: the step interval when the section sets none. */
+const TRAINER_CHECKPOINT_EVERY = 10;
+
+function refuseActivityKeys(
+  training: { trainer: Record<string, unknown>; validation?: { every: number } | undefined; checkpointEvery?: number | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (training.validation) {
+    const interval = training.checkpointEvery ?? TRAINER_CHECKPOINT_EVERY;
+    if (training.validation.every % interval !== 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['validation', 'every'],
+        message: `must be a multiple of checkpointEvery (${interval}${training.checkpointEvery === undefined ? ', the trainer default' : ''}), so every validated step has a checkpoint`,
+      });
+  }
   for (const key of TRAINER_KEYS_SET_BY_ACTIVITY) {
     if (key in training.trainer) {
       ctx.addIssue({

@@ -1,3 +1,4 @@
+import type { ValidationRow } from './validation';
 import type { TrainingAlgorithm, TrainingRecipe } from './config';
 import type { LatestStepMetrics } from './metrics';
 import type { TrainingReportOutput } from './activity-io';
@@ -37,6 +38,8 @@ export interface TrainingCarry {
   latest: LatestStepMetrics | null;
   notes: string[];
   runs: number;
+  /** The validated checkpoints so far (training.validation). */
+  validations?: ValidationRow[];
 }
 
 export interface TrainingResult {
@@ -48,5 +51,7 @@ export interface TrainingResult {
   /** Number of the last segment (segments of earlier workflows on the same run directory count too). */
   segments: number;
   report: TrainingReportOutput;
+  /** The validated checkpoints (training.validation) and the best of them by the validation metric. */
+  validation?: { rows: ValidationRow[]; bestStep: number | null };
   notes: string[];
 }

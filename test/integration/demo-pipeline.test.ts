@@ -96,6 +96,11 @@ describe('the demo config end to end against ../shared/repos', () => {
     expect(summary.retrievers.map((r) => [r.name, r.kind, r.instances, r.failed])).toEqual([
       ['bm25', 'bm25', 13, 0],
       ['minilm', 'dense', 13, 0],
+      ['trained', 'agent', 13, 0],
+    ]);
+    // The third row is the checkpoint the run's own smoke training wrote, served on the CPU.
+    expect(summary.servedPolicies).toEqual([
+      expect.objectContaining({ retriever: 'trained', runId: 'demo-it', step: 2, model: 'demo-it/step-00000002', backend: 'hf' }),
     ]);
     for (const r of summary.retrievers) expect(r.table2.fBetaMean.ci).not.toBeNull();
     expect(readFileSync(result.evaluation!.report.html, 'utf8')).toContain('minilm');

@@ -18,11 +18,20 @@ import {
  * so Temporal retries it later.
  */
 export function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agent' }>, context: PredictorContext): Predictor {
-  const codescout = retriever.answerFormat === 'codescout';
+  const { baseUrl, model, answerFormat } = retriever;
+  if (baseUrl === undefined || model === undefined || answerFormat === undefined) {
+    // A `policy` retriever reaches a shard only after the evaluation workflow served it and filled these in.
+    throw new PredictorFailure(
+      'ConfigError',
+      true,
+      `agent retriever "${retriever.name}": no endpoint${retriever.policy ? ' (its trained policy was not served: run it through the evaluation workflow)' : ''}`,
+    );
+  }
+  const codescout = answerFormat === 'codescout';
   const shape: OutputShape = { ranked: false, lineRanges: !codescout, modules: codescout, functions: codescout };
   const env = context.env ?? process.env;
   const apiKey = retriever.apiKeyEnv ? env[retriever.apiKeyEnv]?.trim() || undefined : undefined;
-  const endpoint = { baseUrl: retriever.baseUrl, model: retriever.model, ...(apiKey ? { apiKey } : {}) };
+  const endpoint = { baseUrl, model, ...(apiKey ? { apiKey } : {}) };
   return {
     concurrency: retriever.concurrency,
     async predict(instance) {
@@ -33,7 +42,7 @@ export function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agen
           endpoint,
           instance: { instanceId: instance.instanceId, problemStatement: instance.problemStatement, repo: instance.repo },
           worktreeRoot: instance.worktreePath,
-          answerFormat: retriever.answerFormat,
+          answerFormat,
           ...(retriever.limits ? { limits: retriever.limits } : {}),
           ...(retriever.temperature === undefined ? {} : { temperature: retriever.temperature }),
           ...(retriever.topP === undefined ? {} : { topP: retriever.topP }),

@@ -59,6 +59,7 @@ export function emptyPrediction(instance: EvaluationInstance, retriever: Retriev
     endReason: null,
     error: null,
     ms: 0,
+    ...servedColumns(retriever),
   };
 }
 
@@ -81,5 +82,16 @@ export function lastIndexCache<T>(build: (root: string, commit: string) => Promi
   return (root, commit) => {
     if (last?.root !== root) last = { root, index: build(root, commit) };
     return last.index;
+  };
+}
+
+/** The served checkpoint's columns of a prediction: set for a trained policy, null for every other retriever. */
+export function servedColumns(retriever: RetrieverConfig) {
+  const served = retriever.kind === 'agent' ? retriever.served : undefined;
+  return {
+    servedModel: served?.model ?? null,
+    baseModel: served?.baseModel ?? null,
+    checkpointStep: served?.step ?? null,
+    adapterSha256: served?.adapterSha256 ?? null,
   };
 }
