@@ -36,6 +36,10 @@ function row(
     patchBytes: 100,
     endReason: 'submitted',
     error: outcome === 'error' ? 'agent: endpoint down' : null,
+    servedModel: null,
+    baseModel: null,
+    checkpointStep: null,
+    adapterSha256: null,
   };
 }
 

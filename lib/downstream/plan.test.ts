@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DownstreamConfigSchema, type DownstreamConfigInput } from '../../schemas/downstream/config';
 import { recordPathFor } from './layout';
 import { planDownstreamRuns, planWarnings } from './plan';
+import { policyColumns } from './run-pair';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'codegrep-downstream-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -151,5 +152,44 @@ describe('planDownstreamRuns on a trained policy', () => {
       retriever: 'trained',
       policy: { model: 'r/step-00000002', baseModel: '/models/tiny', step: 2, adapterSha256: 'cd'.repeat(32) },
     });
+    // Every run of that configuration names the checkpoint in its row; the baseline's rows name none.
+    expect(policyColumns(planning.plan.configurations[1]!)).toEqual({
+      servedModel: 'r/step-00000002',
+      baseModel: '/models/tiny',
+      checkpointStep: 2,
+      adapterSha256: 'cd'.repeat(32),
+    });
+    expect(policyColumns(planning.plan.configurations[0]!)).toEqual({
+      servedModel: null,
+      baseModel: null,
+      checkpointStep: null,
+      adapterSha256: null,
+    });
+
+    // The same files from another checkpoint are another run: its record must name that checkpoint.
+    const other = await writeParquetArtifact({
+      path: path.join(dir, 'predictions-other.parquet'),
+      schemaName: 'evaluation.predictions',
+      schemaVersion: 2,
+      arrowSchema: evaluationPredictionsArrowSchema,
+      rows: [row('bm25', 'a-1', false), row('trained', 'a-1', true), row('trained', 'a-2', true)].map((r) =>
+        r.adapterSha256 ? { ...r, adapterSha256: 'ef'.repeat(32) } : r,
+      ),
+      inputs: [],
+      configHash: 'e'.repeat(64),
+    });
+    const replanned = await planDownstreamRuns({
+      runId: 'r',
+      runDir: dir,
+      config: downstream,
+      instancesFile,
+      predictions: { trained: other },
+    });
+    const hashes = (p: typeof planning) => p.plan.pairs.map((pair) => `${pair.configuration}:${pair.runHash}`);
+    const [before, after] = [hashes(planning), hashes(replanned)];
+    expect(after.filter((h) => h.startsWith('baseline:'))).toEqual(before.filter((h) => h.startsWith('baseline:')));
+    const trainedAfter = after.filter((h) => h.startsWith('trained:'));
+    expect(trainedAfter).toHaveLength(2);
+    for (const h of trainedAfter) expect(before).not.toContain(h);
   });
 });

@@ -44,6 +44,7 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
 
   const planned: PlannedConfiguration[] = [];
   const predictedByConfiguration = new Map<string, Map<string, string[]>>();
+  const policyByConfiguration = new Map<string, string>();
   const predictionInputs: ArtifactRef[] = [];
   for (const [index, configuration] of config.configurations.entries()) {
     const base = { name: configuration.name, source: configuration.source, ...(configuration.k ? { k: configuration.k } : {}) };
@@ -53,6 +54,7 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
     }
     const loaded = await loadPredictions(configuration, `downstream.configurations.${index}`, options.predictions[configuration.name]);
     predictedByConfiguration.set(configuration.name, loaded.files);
+    if (loaded.from.policy) policyByConfiguration.set(configuration.name, loaded.from.policy.adapterSha256);
     const { uri, sha256, format } = loaded.from;
     predictionInputs.push({ uri, sha256, rows: loaded.files.size, schema: `predictions.${format}`, schemaVersion: 1 });
     planned.push({
@@ -78,7 +80,14 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
       const pair: PlannedPair = {
         configuration: configuration.name,
         instanceId: instance.instance_id,
-        runHash: runHash({ configuration, predictedFiles, instance, agent: config.agent, harness: config.harness }),
+        runHash: runHash({
+          configuration,
+          predictedFiles,
+          policyAdapterSha256: policyByConfiguration.get(configuration.name) ?? null,
+          instance,
+          agent: config.agent,
+          harness: config.harness,
+        }),
         recordPath: recordPathFor(options.runDir, configuration.name, instance.instance_id),
         predictedFiles,
       };

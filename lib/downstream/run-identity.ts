@@ -33,6 +33,8 @@ export function harnessIdentity(harness: DownstreamHarnessConfig): Record<string
 export function runHash(options: {
   configuration: InjectionConfiguration;
   predictedFiles: readonly string[] | null;
+  /** The adapter sha256 of the trained policy that chose the files: the record names it, so another checkpoint's same files run again. */
+  policyAdapterSha256?: string | null;
   instance: DownstreamInstance;
   agent: DownstreamAgentConfig;
   harness: DownstreamHarnessConfig;
@@ -42,6 +44,7 @@ export function runHash(options: {
     record: DOWNSTREAM_RUN_RECORD_SCHEMA_VERSION,
     configuration: { name: configuration.name, source: configuration.source, k: configuration.k ?? null },
     predictedFiles: options.predictedFiles,
+    policy: options.policyAdapterSha256 ?? null,
     instance: createHash('sha256').update(canonicalJson(options.instance)).digest('hex'),
     agent: agentIdentity(options.agent),
     harness: harnessIdentity(options.harness),

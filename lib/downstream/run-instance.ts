@@ -1,4 +1,4 @@
-import type { DownstreamInstance, DownstreamRunRow, HarnessResult, InjectionConfiguration } from '../../schemas/downstream';
+import type { DownstreamInstance, DownstreamRunOutcomeRow, HarnessResult, InjectionConfiguration } from '../../schemas/downstream';
 import type { DownstreamAgent, DownstreamAgentResult } from './agent';
 import type { Harness } from './harness';
 import { promptForConfiguration, type Injection } from './inject';
@@ -23,7 +23,7 @@ export interface RunDownstreamInstanceOptions {
 }
 
 export interface DownstreamInstanceRun {
-  row: DownstreamRunRow;
+  row: DownstreamRunOutcomeRow;
   injection: Injection | null;
   agent: DownstreamAgentResult | null;
   harness: HarnessResult | null;

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { followAbort } from '../llm/abort';
 import type { ChatMessage } from '../../schemas/agent';
 import type { DownstreamAgentConfig, DownstreamHarnessConfig } from '../../schemas/downstream/config';
-import type { DownstreamPlan, PlannedPair } from '../../schemas/downstream/plan';
+import type { DownstreamPlan, PlannedConfiguration, PlannedPair } from '../../schemas/downstream/plan';
 import type { DownstreamAction, DownstreamRunRecord } from '../../schemas/downstream/run-record';
-import type { DownstreamRunRow } from '../../schemas/downstream/runs';
+import type { DownstreamRunOutcomeRow, DownstreamRunPolicyColumns } from '../../schemas/downstream/runs';
 import type { RepoSource } from '../../schemas/worktrees';
 import { agentFromConfig, harnessFromConfig } from './from-config';
 import { checkoutDirFor, downstreamPaths, trajectoryPathFor } from './layout';
@@ -60,7 +60,7 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
   const started = Date.now();
   const worktrees = gitRunWorktrees({ cacheDir: options.checkouts.cacheDir, runDir: checkoutDir, source: options.checkouts.repoSource });
   let result: DownstreamInstanceRun | null = null;
-  let row: DownstreamRunRow;
+  let row: DownstreamRunOutcomeRow;
   try {
     result = await runDownstreamInstance({
       configuration: { name: configuration.name, source: configuration.source, ...(configuration.k ? { k: configuration.k } : {}) },
@@ -83,7 +83,7 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
 
   const trajectory = result?.agent?.trajectory ?? [];
   const record: DownstreamRunRecord = {
-    row,
+    row: { ...row, ...policyColumns(configuration) },
     runHash: pair.runHash,
     injection: result?.injection
       ? {
@@ -109,6 +109,20 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
     attempt: options.attempt,
   };
   return { record, trajectory };
+}
+
+/**
+ * Which checkpoint chose the injected files (README "Serving and evaluating the trained policy"): the plan's
+ * record of the predictions' policy, so a row of `runs.parquet` alone names the model, step and adapter.
+ */
+export function policyColumns(configuration: PlannedConfiguration): DownstreamRunPolicyColumns {
+  const policy = configuration.predictionsFrom?.policy ?? null;
+  return {
+    servedModel: policy?.model ?? null,
+    baseModel: policy?.baseModel ?? null,
+    checkpointStep: policy?.step ?? null,
+    adapterSha256: policy?.adapterSha256 ?? null,
+  };
 }
 
 /** The agent's actions, one per tool call, for action-level case studies (CodeGrep App. F, Table 8). */
@@ -141,7 +155,7 @@ function tail(text: string, max: number): string {
   return text.length <= max ? text : `[… ${text.length - max} characters cut]\n${text.slice(-max)}`;
 }
 
-function timeoutRow(configuration: string, instanceId: string, timeoutMs: number): DownstreamRunRow {
+function timeoutRow(configuration: string, instanceId: string, timeoutMs: number): DownstreamRunOutcomeRow {
   return {
     configuration,
     instanceId,

@@ -5,7 +5,8 @@ import { DownstreamRunRowSchema } from './runs';
 // `downstream/runs/<configuration>/<instance>.json`: the durable truth of one run, which a retry or a rerun reuses.
 
 export const DOWNSTREAM_RUN_RECORD_SCHEMA_NAME = 'downstream.run-record';
-export const DOWNSTREAM_RUN_RECORD_SCHEMA_VERSION = 1;
+/** 2: the row names the served policy (schemas/downstream/runs.ts). */
+export const DOWNSTREAM_RUN_RECORD_SCHEMA_VERSION = 2;
 
 /** One agent action, for action-level case studies (CodeGrep App. F, Table 8). */
 export const DownstreamActionSchema = z.object({

@@ -25,6 +25,10 @@ const rows: DownstreamRunRow[] = [
     patchBytes: 1893,
     endReason: 'round_limit',
     error: null,
+    servedModel: null,
+    baseModel: null,
+    checkpointStep: null,
+    adapterSha256: null,
   },
   {
     configuration: 'codegrep-v3',
@@ -37,6 +41,10 @@ const rows: DownstreamRunRow[] = [
     patchBytes: 512,
     endReason: 'submitted',
     error: null,
+    servedModel: 'run-7/step-00000897',
+    baseModel: '/models/Qwen3-4B',
+    checkpointStep: 897,
+    adapterSha256: 'ab'.repeat(32),
   },
   {
     configuration: 'bm25-top2',
@@ -49,6 +57,10 @@ const rows: DownstreamRunRow[] = [
     patchBytes: 0,
     endReason: 'llm_error',
     error: 'agent: LLM endpoint refused the API key',
+    servedModel: null,
+    baseModel: null,
+    checkpointStep: null,
+    adapterSha256: null,
   },
 ];
 
@@ -67,6 +79,10 @@ describe('downstream schemas', () => {
       ['patchBytes', 'Float64', false],
       ['endReason', 'Utf8', false],
       ['error', 'Utf8', true],
+      ['servedModel', 'Utf8', true],
+      ['baseModel', 'Utf8', true],
+      ['checkpointStep', 'Int32', true],
+      ['adapterSha256', 'Utf8', true],
     ]);
     expect(Object.keys(DownstreamRunRowSchema.shape)).toEqual(downstreamRunsArrowSchema.fields.map((f) => f.name));
   });
@@ -84,7 +100,7 @@ describe('downstream schemas', () => {
         inputs: [],
         configHash: 'e'.repeat(64),
       });
-      expect(ref).toMatchObject({ rows: 3, schema: DOWNSTREAM_RUNS_SCHEMA_NAME, schemaVersion: 1 });
+      expect(ref).toMatchObject({ rows: 3, schema: DOWNSTREAM_RUNS_SCHEMA_NAME, schemaVersion: 2 });
       expect((await readParquetTable(uri)).numRows).toBe(3);
       expect((await readParquetObjects(uri)).map((r) => DownstreamRunRowSchema.parse(r))).toEqual(rows);
     } finally {
