@@ -36,6 +36,13 @@ describe('the run config sandbox setting', () => {
     expect(config.training?.sandbox).toEqual({ isolation: 'filter-only' });
   });
 
+  it('accepts its own resolved config again (the pipeline hands it to each stage, which validates it anew)', () => {
+    const resolved = resolveConfig({ ...base, sandbox: { isolation: 'filter-only' } }, 'test', dir);
+    const again = resolveConfig(JSON.parse(JSON.stringify(resolved)), 'workflow input', dir);
+    expect(again.training?.sandbox).toEqual({ isolation: 'filter-only' });
+    expect(again.evaluation.sandbox).toEqual({ isolation: 'filter-only' });
+  });
+
   it('names the field and the allowed values of a bad setting', () => {
     expect(() => resolveConfig({ ...base, sandbox: { isolation: 'none' } }, 'cfg.json', dir)).toThrow(ConfigError);
     expect(() => resolveConfig({ ...base, sandbox: { isolation: 'none' } }, 'cfg.json', dir)).toThrow(

@@ -111,6 +111,11 @@ const TrainingConfigObject = z
     python: z.string().min(1).default('.venv/bin/python'),
     /** Task queue of the GPU worker; default temporal.config.ts `taskQueues.gpu`. */
     gpuTaskQueue: z.string().min(1).optional(),
+    /**
+     * Filled in by validate-config from the run config's top-level `sandbox` (schemas/sandbox.ts); set that one.
+     * Accepted here because the pipeline hands each stage its resolved config, which is validated again.
+     */
+    sandbox: SandboxConfigSchema.optional(),
     /** How long a stopped trainer may take to checkpoint and exit before it is killed. */
     stopGraceMs: positiveInt.default(300_000),
     /** Least time between two progress signals of the training activity (signals land in history). */
