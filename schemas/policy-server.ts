@@ -11,6 +11,7 @@ export const CheckpointChoiceSchema = z.union([
   z.enum(['latest', 'best']),
   z.number().int().min(1, 'checkpoint: a step number is at least 1'),
 ]);
+export type CheckpointChoice = z.infer<typeof CheckpointChoiceSchema>;
 
 /** Which policy an agent retriever or a downstream source asks: this run's training, or an earlier run's. */
 export const TrainedPolicySchema = z.union([
@@ -22,6 +23,8 @@ export const TrainedPolicySchema = z.union([
     })
     .strict(),
 ]);
+
+export type TrainedPolicy = z.infer<typeof TrainedPolicySchema>;
 
 export const PolicyServerBackendSchema = z.enum(['auto', 'hf', 'vllm']);
 

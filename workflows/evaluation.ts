@@ -5,9 +5,7 @@ import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult, RetrieverPlan } from '../schemas/evaluation';
 import type { AgentRetrieverConfig, EvaluationConfig, RetrieverConfig } from '../schemas/evaluation/config';
 import type { PolicyServerReady } from '../schemas/policy-server';
-import type { ResolvedConfig } from '../lib/config';
-import { temporalConfig } from '../temporal.config';
-import { PolicyServers } from './policy-server';
+import { PolicyServers, policyServeRequest } from './policy-server';
 import { activityOptions } from './activity-options';
 import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
@@ -65,17 +63,6 @@ type TrainedPolicyRetriever = AgentRetrieverConfig & { policy: NonNullable<Agent
 
 function isTrainedPolicy(retriever: RetrieverConfig): retriever is TrainedPolicyRetriever {
   return retriever.kind === 'agent' && retriever.policy !== undefined && retriever.served === undefined;
-}
-
-/** The run whose checkpoint a trained-policy retriever asks, and which checkpoint. */
-function policySource(config: ResolvedConfig, retriever: TrainedPolicyRetriever) {
-  const own = retriever.policy === 'trained';
-  const runId = own ? config.runId : (retriever.policy as { run: string }).run;
-  const checkpoint =
-    (own ? undefined : (retriever.policy as { checkpoint?: number | 'best' | 'latest' }).checkpoint) ??
-    retriever.checkpoint ??
-    (own && config.training?.validation ? 'best' : 'latest');
-  return { runId, runDir: own ? config.runDir : `${config.dataDir}/${runId}`, checkpoint };
 }
 
 /**
@@ -161,33 +148,18 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
     const servers = new PolicyServers(overrides);
     const serving = evaluationConfig.policyServer;
     for (const retriever of policyRetrievers) {
-      const source = policySource(config, retriever);
       try {
-        await servers.serve(
-          {
-            requestId: `${retriever.name}@${source.runId}:${String(source.checkpoint)}`,
-            taskQueue: serving.gpuTaskQueue ?? config.training?.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
-            runId: source.runId,
-            runDir: source.runDir,
-            store: config.store ?? null,
-            checkpoint: source.checkpoint,
-            python: serving.python ?? config.training?.python ?? '.venv/bin/python',
-            backend: serving.backend,
-            host: serving.host,
-            readyTimeoutMs: serving.readyTimeoutMs,
-          },
-          async (ready) => {
-            const resolved = servedRetriever(retriever, ready);
-            const own = { ...evaluationConfig, retrievers: [resolved] };
-            const replanned = await planEvaluation({ ...common, samples, evaluation: own, outputLabel });
-            const settled = await settleAll(shardJobs(replanned.retrievers, own), evaluationConfig.maxConcurrentShards);
-            policyOutcomes.set(retriever.name, {
-              plan: replanned.retrievers[0]!,
-              retriever: resolved,
-              outcome: { name: retriever.name, settled },
-            });
-          },
-        );
+        await servers.serve(policyServeRequest(config, retriever, serving), async (ready) => {
+          const resolved = servedRetriever(retriever, ready);
+          const own = { ...evaluationConfig, retrievers: [resolved] };
+          const replanned = await planEvaluation({ ...common, samples, evaluation: own, outputLabel });
+          const settled = await settleAll(shardJobs(replanned.retrievers, own), evaluationConfig.maxConcurrentShards);
+          policyOutcomes.set(retriever.name, {
+            plan: replanned.retrievers[0]!,
+            retriever: resolved,
+            outcome: { name: retriever.name, settled },
+          });
+        });
       } catch (error) {
         if (!(error instanceof ActivityFailure || error instanceof ApplicationFailure)) throw error;
         const placeholder = plan.retrievers.find((r) => r.name === retriever.name)!;

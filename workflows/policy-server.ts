@@ -9,13 +9,51 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import type { PolicyServerReady, ServePolicyInput } from '../schemas/policy-server';
+import type { ResolvedConfig } from '../lib/config';
+import type { PolicyServerConfig } from '../schemas/evaluation/config';
+import type { CheckpointChoice, PolicyServerReady, ServePolicyInput, TrainedPolicy } from '../schemas/policy-server';
+import { temporalConfig } from '../temporal.config';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 
 /** From the serving activity (activities/policy-server.ts): the endpoint is up (again, after a restart). */
 export const policyServerReadySignal = defineSignal<[PolicyServerReady]>('policyServerReady');
 
 export type ServeRequest = Omit<ServePolicyInput, 'ownerWorkflowId' | 'requestId'> & { requestId: string; taskQueue: string };
+
+/** What a stage asks to be served: an evaluation retriever's or a downstream source's `policy` and `checkpoint`. */
+export interface TrainedPolicyChoice {
+  /** The retriever or configuration that asks; names its server among the stage's. */
+  name: string;
+  policy: TrainedPolicy;
+  checkpoint?: CheckpointChoice;
+}
+
+/**
+ * The serving request of a trained policy (README "Serving and evaluating the trained policy"): `trained` is
+ * this run's own training (in a pipeline, the checkpoints its training stage wrote), `{ run }` an earlier run
+ * in the same data dir; the checkpoint defaults to `best` when this run validates, else `latest`. The GPU task
+ * queue, the Python and the store follow the training settings unless `serving` sets them.
+ */
+export function policyServeRequest(config: ResolvedConfig, choice: TrainedPolicyChoice, serving: PolicyServerConfig): ServeRequest {
+  const own = choice.policy === 'trained';
+  const runId = own ? config.runId : (choice.policy as Exclude<TrainedPolicy, 'trained'>).run;
+  const checkpoint =
+    (own ? undefined : (choice.policy as Exclude<TrainedPolicy, 'trained'>).checkpoint) ??
+    choice.checkpoint ??
+    (own && config.training?.validation ? 'best' : 'latest');
+  return {
+    requestId: `${choice.name}@${runId}:${String(checkpoint)}`,
+    taskQueue: serving.gpuTaskQueue ?? config.training?.gpuTaskQueue ?? temporalConfig.taskQueues.gpu,
+    runId,
+    runDir: own ? config.runDir : `${config.dataDir}/${runId}`,
+    store: config.store ?? null,
+    checkpoint,
+    python: serving.python ?? config.training?.python ?? '.venv/bin/python',
+    backend: serving.backend,
+    host: serving.host,
+    readyTimeoutMs: serving.readyTimeoutMs,
+  };
+}
 
 /**
  * The policy servers one workflow runs, one at a time: `serve` starts the GPU worker's `servePolicy` activity
