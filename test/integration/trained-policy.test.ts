@@ -205,6 +205,12 @@ describe('the trained policy, served and measured by the pipeline', () => {
     const downstreamReport = readFileSync(result.downstream!.reportMarkdown, 'utf8');
     expect(downstreamReport).toContain(`the trained policy ${model} (base model ${modelDir}, step 2, adapter sha256 ${sha})`);
     expect(result.downstream!.pairs).toBe(6);
+    // Each downstream run's row names the checkpoint that chose its injected files; the baseline's name none.
+    const runs = await readParquetObjects(result.downstream!.runs.uri);
+    expect(
+      runs.filter((r) => r.configuration === 'trained').map((r) => [r.servedModel, r.baseModel, r.checkpointStep, r.adapterSha256]),
+    ).toEqual(Array.from({ length: 3 }, () => [model, modelDir, 2, sha]));
+    expect(runs.filter((r) => r.configuration === 'baseline').map((r) => r.adapterSha256)).toEqual([null, null, null]);
 
     // The stage ended: its server is gone.
     expect(existsSync(path.join(servedDir(runId, step), 'server.pid.json'))).toBe(false);
