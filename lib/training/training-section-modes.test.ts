@@ -58,6 +58,14 @@ describe('the training section: async mode, paper setups, full fine-tuning', () 
     ]);
   });
 
+  it('refuses async training on several trainer processes, which the trainer does not support', () => {
+    expect(issues({ mode: 'async', gpus: 2 })).toEqual(['gpus: async training (mode: async) runs one trainer process; set gpus: 1']);
+    expect(issues({ recipe: 'codescout', paperSetup: 'codescout-4b', gpus: 2 })).toEqual([
+      'gpus: async training (paperSetup codescout-4b) runs one trainer process; set gpus: 1 or mode: sync',
+    ]);
+    expect(issues({ recipe: 'codescout', paperSetup: 'codescout-4b', mode: 'sync', gpus: 2 })).toEqual([]);
+  });
+
   it('refuses a finetune other than lora or full', () => {
     expect(issues({ finetune: 'qlora' })[0]).toMatch(/^finetune: /);
   });

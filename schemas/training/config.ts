@@ -154,9 +154,19 @@ function refuseActivityKeys(
     maxStaleness?: number | undefined;
     paperSetup?: PaperSetup | undefined;
     recipe: TrainingRecipe;
+    gpus: number;
   },
   ctx: z.RefinementCtx,
 ): void {
+  // The paper setups train asynchronously (CodeScout §3.4), and async mode runs one trainer process
+  // (trainer/README.md "Paper setups"): refused here, before a GPU segment starts, rather than by the trainer.
+  const async = training.mode === 'async' || (training.paperSetup !== undefined && training.mode !== 'sync');
+  if (async && training.gpus > 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gpus'],
+      message: `async training (${training.mode === 'async' ? 'mode: async' : `paperSetup ${training.paperSetup}`}) runs one trainer process; set gpus: 1${training.mode === 'async' ? '' : ' or mode: sync'}`,
+    });
   // The environment scores with the section's recipe and the trainer with the setup's: they must be the same one.
   if (training.paperSetup !== undefined && training.recipe !== 'codescout')
     ctx.addIssue({
