@@ -28,22 +28,23 @@ START_TIMEOUT_S = 600  # loading a 4B base model and its adapter from local disk
 
 def last_checkpoint(output_dir: str) -> str:
     root = checkpoints_root(output_dir)
-    steps = sorted(name for name in os.listdir(root) if name.startswith("step-")
-                   and os.path.isfile(os.path.join(root, name, "COMPLETE")))
+    steps = sorted(name for name in os.listdir(root) if name.startswith("step-") and os.path.isfile(os.path.join(root, name, "COMPLETE")))
     if not steps:
         raise RuntimeError(f"no complete checkpoint under {root}: nothing to serve")
     return os.path.join(root, steps[-1])
 
 
 def _post(url: str, body: dict, timeout: float) -> dict:
-    request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         return json.loads(reply.read().decode("utf-8"))
 
 
-def bench_served_checkpoint(config_dict: dict, output_dir: str, work: str, conversations: list,
-                            max_tokens: int, plain_tokens_per_s: float) -> dict:
+def bench_served_checkpoint(
+    config_dict: dict, output_dir: str, work: str, conversations: list, max_tokens: int, plain_tokens_per_s: float
+) -> dict:
     """Serves the newest checkpoint of `output_dir` and sends each conversation (messages, tools) once, after
     one untimed warm-up request; the server's own `usage.completion_tokens` counts the generated tokens."""
     if not conversations:
@@ -53,8 +54,21 @@ def bench_served_checkpoint(config_dict: dict, output_dir: str, work: str, conve
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config_dict, f)
     name = f"bench/{os.path.basename(checkpoint)}"
-    command = [sys.executable, "-m", "trainer.serve", "--trainer-config", config_path, "--adapter", checkpoint,
-               "--served-model-name", name, "--port", "0", "--threads", str(max(1, os.cpu_count() or 1))]
+    command = [
+        sys.executable,
+        "-m",
+        "trainer.serve",
+        "--trainer-config",
+        config_path,
+        "--adapter",
+        checkpoint,
+        "--served-model-name",
+        name,
+        "--port",
+        "0",
+        "--threads",
+        str(max(1, os.cpu_count() or 1)),
+    ]
     started = time.perf_counter()
     # stderr to a file: a pipe nobody reads would block a chatty server (transformers' warnings) mid-bench.
     stderr_path = os.path.join(work, "serve.stderr")
@@ -82,8 +96,7 @@ def bench_served_checkpoint(config_dict: dict, output_dir: str, work: str, conve
             seconds.append(time.perf_counter() - sent)
             tokens.append(int(reply["usage"]["completion_tokens"]))
             if reply["model"] != name or reply["codegrep"]["step"] != listening["step"]:
-                raise RuntimeError(f"trainer.serve answered for {reply['model']} step {reply['codegrep']['step']}, "
-                                   f"not {name}")
+                raise RuntimeError(f"trainer.serve answered for {reply['model']} step {reply['codegrep']['step']}, not {name}")
     finally:
         server.terminate()
         try:
@@ -93,6 +106,12 @@ def bench_served_checkpoint(config_dict: dict, output_dir: str, work: str, conve
             server.wait()
         server.stdout.close()
     served_tps = sum(tokens) / sum(seconds) if sum(seconds) > 0 else 0.0
-    return {"checkpoint_step": listening["step"], "requests": len(tokens), "tokens": sum(tokens),
-            "seconds": sum(seconds), "load_s": load_s, "tokens_per_s": served_tps,
-            "vs_plain_generate": served_tps / plain_tokens_per_s if plain_tokens_per_s else None}
+    return {
+        "checkpoint_step": listening["step"],
+        "requests": len(tokens),
+        "tokens": sum(tokens),
+        "seconds": sum(seconds),
+        "load_s": load_s,
+        "tokens_per_s": served_tps,
+        "vs_plain_generate": served_tps / plain_tokens_per_s if plain_tokens_per_s else None,
+    }
