@@ -145,7 +145,7 @@ const TrainingConfigObject = z
 /** trainer/config.py's `checkpoint_every` default: the step interval when the section sets none. */
 const TRAINER_CHECKPOINT_EVERY = 10;
 
-function refuseActivityKeys(
+function checkTrainingSection(
   training: {
     trainer: Record<string, unknown>;
     validation?: { every: number } | undefined;
@@ -174,7 +174,7 @@ function refuseActivityKeys(
       path: ['recipe'],
       message: `paperSetup ${training.paperSetup} trains with the codescout recipe (CodeScout §4.1); set recipe: codescout (got ${training.recipe})`,
     });
-  if (training.maxStaleness !== undefined && training.mode !== 'async')
+  if (training.maxStaleness !== undefined && !async)
     ctx.addIssue({
       code: 'custom',
       path: ['maxStaleness'],
@@ -200,7 +200,7 @@ function refuseActivityKeys(
   }
 }
 
-export const TrainingConfigSchema = TrainingConfigObject.superRefine(refuseActivityKeys);
+export const TrainingConfigSchema = TrainingConfigObject.superRefine(checkTrainingSection);
 export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
@@ -209,5 +209,5 @@ export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({
   gpuTaskQueue: z.string().min(1),
   /** The run config's top-level `sandbox`, for the environment's tools (schemas/sandbox.ts). */
   sandbox: SandboxConfigSchema.prefault({}),
-}).superRefine(refuseActivityKeys);
+}).superRefine(checkTrainingSection);
 export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;
