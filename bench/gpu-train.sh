@@ -3,7 +3,9 @@
 # Qwen3 chat template, the scripted environment server, the papers' rollout shape (group 8, 4 turns, 8 tool
 # results per turn). One JSON line per shape: rollout tokens/s vs a plain batched generate of the same
 # prompts, the environment's share of the step, update tokens/s and MFU against the matmul rate measured in
-# the same run, generation FLOPs, peak memory, and the step split rollout / reference / update / checkpoint.
+# the same run, generation FLOPs, peak memory, and the step split rollout / reference / update / checkpoint;
+# then the last checkpoint served by `python -m trainer.serve` (trainer/bench_serve.py): its generated tokens/s
+# over BENCH_SERVE_REQUESTS requests (default 4; 0: skip), one at a time, vs the plain batched generate.
 #
 #   bench/gpu-train.sh                 # GPU node with the repo's venv (scripts/setup-python.sh): 0.6B and 4B shapes
 #   bench/gpu-train.sh --device-image  # a bare GPU machine: its own python3 (torch, transformers, peft), installs
@@ -43,7 +45,8 @@ if [ "$MODE" = cpu ]; then
   exec env OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$PY" -m trainer.bench_train --shape tiny \
     --tokenizer-xz "$ROOT/bench/assets/qwen3-tokenizer" \
     --steps "${BENCH_STEPS:-3}" --prompts 1 --turn-tokens "${BENCH_TURN_TOKENS:-12}" --observation-chars 40 \
-    --generator "${BENCH_GENERATOR:-auto}" ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"}
+    --generator "${BENCH_GENERATOR:-auto}" ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"} \
+    --serve-requests "${BENCH_SERVE_REQUESTS:-4}"
 fi
 
 if ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
@@ -58,7 +61,7 @@ for SHAPE in ${BENCH_SHAPES:-qwen3-0.6b qwen3-4b}; do
   "$PY" -m trainer.bench_train --shape "$SHAPE" --tokenizer-xz "$TOKENIZER_ASSETS" --require-cuda \
     --steps "$STEPS" --prompts "$PROMPTS" --turn-tokens "${BENCH_TURN_TOKENS:-256}" --observation-chars 400 \
     --max-seq-len 16384 --micro-batch-tokens 32768 --generator "${BENCH_GENERATOR:-auto}" \
-    ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"} \
+    ${BENCH_MEAN_TURN_TOKENS:+--mean-turn-tokens "$BENCH_MEAN_TURN_TOKENS"} --serve-requests "${BENCH_SERVE_REQUESTS:-4}" \
     2> >(tail -c 4000 >&2) || { status=1; echo "{\"bench\": \"train\", \"shape\": \"$SHAPE\", \"error\": \"bench_train failed\"}"; }
 done
 exit $status

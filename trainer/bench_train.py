@@ -43,6 +43,7 @@ import time
 import torch
 
 from . import train as train_module
+from .bench_serve import bench_served_checkpoint
 from .config import parse_config
 from .random_model import write_random_model
 from .scripted_env import ScriptedEnv, serve
@@ -269,7 +270,7 @@ def _run(args, device, dtype, work: str) -> dict:
                       observation_chars=args.observation_chars)
     server = serve(env)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    config = parse_config({
+    config_dict = {
         "model_path": model_dir, "output_dir": os.path.join(work, "run"), "env_url": url,
         "data": {"instance_ids": [f"bench__instance-{i}" for i in range(max(64, args.prompts))]},
         "total_steps": args.steps, "batch_size": args.prompts, "group_size": GROUP_SIZE, "max_turns": MAX_TURNS,
@@ -277,7 +278,8 @@ def _run(args, device, dtype, work: str) -> dict:
         "max_seq_len": args.max_seq_len, "checkpoint_every": 1, "keep_checkpoints": 1, "generator": args.generator,
         "micro_batch_tokens": args.micro_batch_tokens, "chat_template_kwargs": {"enable_thinking": False},
         **({"hf_generation_tokens": args.hf_generation_tokens} if args.hf_generation_tokens else {}),
-    })
+    }
+    config = parse_config(config_dict)
     os.makedirs(config.output_dir, exist_ok=True)
     lines = []
     generation = GenerationProbe()
@@ -312,8 +314,18 @@ def _run(args, device, dtype, work: str) -> dict:
     gen_flops = [p + d for p, d in zip(pre_flops, dec_flops)]
 
     ceiling = plain_generate_ceiling(probe.model, model_dir, config, env, device, generation, counts)
+    conversations = ceiling.pop("conversations")
     server.shutdown()
     server.server_close()
+    served = None
+    if args.serve_requests > 0:
+        # The generator's memory goes back before a second copy of the model loads in the server process.
+        probe.model = None
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        served = bench_served_checkpoint(config_dict, config.output_dir, work,
+                                         [conversations[i % len(conversations)] for i in range(args.serve_requests)],
+                                         args.turn_tokens, ceiling["tokens_per_s"])
 
     rollout_tps = sum(rollout_tokens) / sum(rollout_s)
     processed_tps = (sum(prefill_tokens) + sum(decode_tokens)) / sum(rollout_s)
@@ -344,6 +356,10 @@ def _run(args, device, dtype, work: str) -> dict:
         "rollout_vs_plain_generate_processed": (ceiling["processed_tokens_per_s"] / processed_tps
                                                 if processed_tps else None),
         "plain_generate": ceiling,
+        # The last checkpoint behind trainer.serve, one request at a time (bench_serve.py), vs the batched generate.
+        "served_tokens_per_s": served["tokens_per_s"] if served else None,
+        "served_vs_plain_generate": served["vs_plain_generate"] if served else None,
+        "served": served,
         "update_tokens_per_s": mean([steps[i]["train_tokens"] for i in timed]) / mean(update_s),
         "matmul_tflops_measured": matmul_tflops,
         "update_tflops_achieved": sum(flops) / sum(update_s) / 1e12,
@@ -373,6 +389,7 @@ def plain_generate_ceiling(model, model_dir: str, config, env, device, generatio
     client = EnvClient(config.env_url)
     episodes = client.open([f"bench__ceiling-{i}" for i in range(config.batch_size)], config.group_size, 1)
     prompts = [chat.prompt(e.messages, e.tools) for e in episodes]
+    conversations = [(e.messages, e.tools) for e in episodes]
     client.close_quietly([e.episode_id for e in episodes])
     generator, _ = make_generator(config, model, tokenizer, stop_token_ids(tokenizer), device,
                                   Sampling(config.temperature, config.top_p, config.top_k))
@@ -393,7 +410,7 @@ def plain_generate_ceiling(model, model_dir: str, config, env, device, generatio
     return {"rows": len(prompts), "tokens": tokens, "prefill_tokens": prefill, "seconds": seconds,
             "tokens_per_s": tokens / seconds, "processed_tokens_per_s": (prefill + tokens) / seconds,
             "tflop": (prefill_flops(counts, rows) + decode_flops(counts, rows)) / 1e12,
-            "calls": len(getattr(generator, "generate_calls", [])) or None}
+            "calls": len(getattr(generator, "generate_calls", [])) or None, "conversations": conversations}
 
 
 def parse_args(argv):
@@ -412,6 +429,8 @@ def parse_args(argv):
     parser.add_argument("--hf-generation-tokens", type=int, default=None)
     parser.add_argument("--generator", default="auto", choices=["auto", "hf", "vllm"])
     parser.add_argument("--require-cuda", action="store_true")
+    parser.add_argument("--serve-requests", type=int, default=4,
+                        help="requests to trainer.serve with the last checkpoint (0: do not serve it)")
     return parser.parse_args(argv)
 
 

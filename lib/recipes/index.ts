@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerFormatSchema, type AnswerFormat } from '../../schemas/agent';
-import type { TrainingAlgorithm, TrainingRecipe } from '../../schemas/training/config';
+import type { PaperSetup, TrainingAlgorithm, TrainingRecipe } from '../../schemas/training/config';
 import presetsJson from './presets.json';
 
 /**
@@ -90,4 +90,12 @@ export function recipePreset(recipe: TrainingRecipe): RecipeSummary {
 /** The algorithm a training section runs: its own `algorithm`, else the recipe's. */
 export function effectiveAlgorithm(training: { recipe: TrainingRecipe; algorithm?: TrainingAlgorithm | undefined }): TrainingAlgorithm {
   return training.algorithm ?? recipePreset(training.recipe).algorithm;
+}
+
+/** The turn limit a paper setup sets (lib/recipes/presets.json `setups`), if it sets one. */
+export function paperSetupMaxTurns(setup: PaperSetup): number | undefined {
+  const entry = RECIPE_PRESETS.setups[setup];
+  if (entry === undefined || typeof entry === 'string') throw new Error(`paperSetup ${setup}: not in lib/recipes/presets.json setups`);
+  const maxTurns = entry.max_turns?.value;
+  return typeof maxTurns === 'number' ? maxTurns : undefined;
 }

@@ -42,6 +42,19 @@ export function effectiveRecipeRows(trainerOutputDir: string): [string, string, 
   return Object.entries(recipe).map(([key, entry]) => [key, JSON.stringify(entry.value), entry.source]);
 }
 
+/**
+ * How stale the rollouts the steps learned from were (CodeScout §3.4's asynchronous training): "max k" is the
+ * most steps a sampling policy lagged the updated weights. Rows of runs recorded before the trainer wrote
+ * staleness (metrics schema version 1) have none.
+ */
+export function stalenessLine(rows: readonly Pick<TrainingMetricsRow, 'staleness'>[]): string {
+  const recorded = rows.map((r) => r.staleness ?? null).filter((k): k is number => k !== null);
+  if (recorded.length === 0) return '– (not recorded by this trainer)';
+  const max = recorded.reduce((a, b) => Math.max(a, b), 0);
+  const note = recorded.length < rows.length ? `, ${rows.length - recorded.length} steps without it` : '';
+  return `staleness max ${max}, mean ${num(mean(recorded), 3)} over ${recorded.length} steps${note}`;
+}
+
 export function summarizeTraining(
   input: TrainingReportRequest,
   rows: readonly TrainingMetricsRow[],
@@ -67,6 +80,7 @@ export function summarizeTraining(
         `${num(finiteMedian(rows.map((r) => r.stepTimeS)), 3)} s (rollout ${num(finiteMedian(rows.map((r) => r.rolloutTimeS)), 3)} s, update ${num(finiteMedian(rows.map((r) => r.updateTimeS)), 3)} s)`,
       ],
       ['last step', last ? String(last.step) : '–'],
+      ['rollout staleness (policy versions behind)', stalenessLine(rows)],
     ],
     tail: [
       ['reward', num(finiteMean(tailRows.map((r) => r.rewardMean)))],

@@ -48,6 +48,16 @@ export function missingSteps(rows: readonly TrainingMetricsRow[], last: number):
   return missing;
 }
 
+/** A row of a metrics file of any schema version: version 1 files have no policy version or staleness. */
+type StoredMetricsRow = Omit<TrainingMetricsRow, 'policyVersion' | 'staleness'> &
+  Partial<Pick<TrainingMetricsRow, 'policyVersion' | 'staleness'>>;
+
+const withVersionColumns = (row: StoredMetricsRow): TrainingMetricsRow => ({
+  ...row,
+  policyVersion: row.policyVersion ?? null,
+  staleness: row.staleness ?? null,
+});
+
 /**
  * Every recorded step of the run up to `lastStep`, each once: a segment's metrics Parquet where it wrote one,
  * else its logs (a segment whose workflow ended before it could finish).
@@ -56,7 +66,7 @@ export async function runMetricsRows(runDir: string, lastStep: number): Promise<
   const rows: TrainingMetricsRow[] = [];
   for (const segment of listSegments(runDir)) {
     const file = segmentMetricsPath(runDir, segment);
-    if (existsSync(file)) rows.push(...((await readParquetObjects(file)) as unknown as TrainingMetricsRow[]));
+    if (existsSync(file)) rows.push(...((await readParquetObjects(file)) as unknown as StoredMetricsRow[]).map(withVersionColumns));
     else rows.push(...readSegmentLogRows(runDir, segment));
   }
   return newestPerStep(rows).filter((row) => row.step <= lastStep);

@@ -62,6 +62,8 @@ export function stepLineToMetricsRow(line: TrainerStepLine, where: { segment: nu
     rolloutTokensPerS: line.rollout_tokens_per_s,
     trainTokensPerS: line.train_tokens_per_s,
     peakGpuMemGb: line.peak_gpu_mem_gb ?? null,
+    policyVersion: line.policy_version ?? null,
+    staleness: line.staleness ?? null,
     checkpoint: line.checkpoint,
     ...where,
   };

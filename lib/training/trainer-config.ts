@@ -1,5 +1,5 @@
 import { resolveAgentLimits } from '../agent';
-import { recipePreset, trainerRecipeName } from '../recipes';
+import { paperSetupMaxTurns, recipePreset, trainerRecipeName } from '../recipes';
 import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 
 /** trainer/config.py spells Dr.GRPO `dr_grpo`. */
@@ -36,6 +36,10 @@ export function trainerConfig(
     lora: training.lora,
     checkpoint_every: training.checkpointEvery,
     keep_checkpoints: training.keepCheckpoints,
+    mode: training.mode,
+    max_staleness: training.maxStaleness,
+    paper_setup: training.paperSetup,
+    finetune: training.finetune,
   };
   return {
     ...training.trainer,
@@ -51,10 +55,11 @@ export function trainerConfig(
   };
 }
 
-/** The environment's limits for the same run: the turn limit is the section's, else the recipe's. */
+/** The environment's limits for the same run: the turn limit is the section's, else the paper setup's, else the recipe's. */
 export function environmentLimits(training: ResolvedTrainingConfig) {
+  const setupTurns = training.paperSetup === undefined ? undefined : paperSetupMaxTurns(training.paperSetup);
   return resolveAgentLimits({
-    maxTurns: training.limits.maxTurns ?? recipePreset(training.recipe).maxTurns,
+    maxTurns: training.limits.maxTurns ?? setupTurns ?? recipePreset(training.recipe).maxTurns,
     ...(training.limits.maxToolCallsPerTurn === undefined ? {} : { maxToolCallsPerTurn: training.limits.maxToolCallsPerTurn }),
   });
 }

@@ -1,3 +1,4 @@
+import * as arrow from 'apache-arrow';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import os from 'node:os';
@@ -125,6 +126,24 @@ describe('step lines to metrics rows', () => {
     );
     expect(stepRowFromLine('{"event": "checkpoint", "step": 1, "path": "p"}', { segment: 1, attempt: 1, line: 1, file: 'f' })).toBeNull();
     expect(stepRowFromLine('not json', { segment: 1, attempt: 1, line: 1, file: 'f' })).toBeNull();
+  });
+
+  it('reads a metrics file of schema version 1 (no policy version or staleness columns) with those as null', async () => {
+    writeAttempt(1, 1, [stepLine(1, 0.1)]);
+    const v1Schema = new arrow.Schema(
+      trainingMetricsArrowSchema.fields.filter((f) => f.name !== 'policyVersion' && f.name !== 'staleness'),
+    );
+    await writeParquetArtifact({
+      path: segmentMetricsPath(runDir, 1),
+      schemaName: TRAINING_METRICS_SCHEMA_NAME,
+      schemaVersion: 1,
+      arrowSchema: v1Schema,
+      rows: readSegmentLogRows(runDir, 1).map(({ policyVersion: _p, staleness: _s, ...v1 }) => v1),
+      inputs: [],
+      configHash: hashConfig({ test: 'v1' }),
+    });
+    const rows = await runMetricsRows(runDir, 1);
+    expect(rows.map((r) => [r.step, r.policyVersion, r.staleness])).toEqual([[1, null, null]]);
   });
 
   it('merges the run: Parquet where a segment wrote one, logs where it could not, nothing above the last step', async () => {

@@ -18,6 +18,13 @@ export type TrainingRecipe = z.infer<typeof TrainingRecipeSchema>;
 export const TrainingAlgorithmSchema = z.enum(['grpo', 'gspo', 'drgrpo']);
 export type TrainingAlgorithm = z.infer<typeof TrainingAlgorithmSchema>;
 
+/** The papers' per-model-size setups (lib/recipes/presets.json `setups`; CodeScout §4.1). */
+export const PAPER_SETUPS = ['codescout-1.7b', 'codescout-4b', 'codescout-14b'] as const;
+export const PaperSetupSchema = z.enum(PAPER_SETUPS, {
+  error: (issue) => `unknown paper setup ${JSON.stringify(issue.input)}; expected one of ${PAPER_SETUPS.join(', ')}`,
+});
+export type PaperSetup = z.infer<typeof PaperSetupSchema>;
+
 /** Keys of trainer/config.py the training activity sets itself; `trainer` may not override them. */
 export const TRAINER_KEYS_SET_BY_ACTIVITY = ['model_path', 'output_dir', 'env_url', 'data', 'total_steps'] as const;
 
@@ -93,6 +100,17 @@ const TrainingConfigObject = z
       .object({ r: positiveInt.optional(), alpha: z.number().positive().optional(), dropout: z.number().min(0).lt(1).optional() })
       .strict()
       .optional(),
+    /**
+     * "async": CodeScout §3.4 (SkyRL's asynchronous training): a step may learn from rollouts sampled by the
+     * policy up to `maxStaleness` steps older, importance-corrected and clipped. Default: the trainer's "sync".
+     */
+    mode: z.enum(['sync', 'async']).optional(),
+    /** How many steps old an async rollout's policy may be (trainer default 4, CodeScout §3.4); only with `mode: async`. */
+    maxStaleness: z.number().int().min(1, 'maxStaleness must be at least 1').optional(),
+    /** A paper's setup for one model size: batch × group, turns, context, full fine-tuning (CodeScout §4.1). */
+    paperSetup: PaperSetupSchema.optional(),
+    /** "lora" (the trainer's default; CodeGrep App. A.4) or "full" (every weight; CodeScout §4.1). */
+    finetune: z.enum(['lora', 'full']).optional(),
     /** Seed of the data order and sampling; a resume must use the same one. */
     seed: z.number().int().min(0).default(0),
     /** Mask the loss of rollouts that use every turn without answering; default: the recipe's (lib/recipes/presets.json). */
@@ -132,10 +150,41 @@ const TrainingConfigObject = z
 /** trainer/config.py's `checkpoint_every` default: the step interval when the section sets none. */
 const TRAINER_CHECKPOINT_EVERY = 10;
 
-function refuseActivityKeys(
-  training: { trainer: Record<string, unknown>; validation?: { every: number } | undefined; checkpointEvery?: number | undefined },
+function checkTrainingSection(
+  training: {
+    trainer: Record<string, unknown>;
+    validation?: { every: number } | undefined;
+    checkpointEvery?: number | undefined;
+    mode?: 'sync' | 'async' | undefined;
+    maxStaleness?: number | undefined;
+    paperSetup?: PaperSetup | undefined;
+    recipe: TrainingRecipe;
+    gpus: number;
+  },
   ctx: z.RefinementCtx,
 ): void {
+  // The paper setups train asynchronously (CodeScout §3.4), and async mode runs one trainer process
+  // (trainer/README.md "Paper setups"): refused here, before a GPU segment starts, rather than by the trainer.
+  const async = training.mode === 'async' || (training.paperSetup !== undefined && training.mode !== 'sync');
+  if (async && training.gpus > 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gpus'],
+      message: `async training (${training.mode === 'async' ? 'mode: async' : `paperSetup ${training.paperSetup}`}) runs one trainer process; set gpus: 1${training.mode === 'async' ? '' : ' or mode: sync'}`,
+    });
+  // The environment scores with the section's recipe and the trainer with the setup's: they must be the same one.
+  if (training.paperSetup !== undefined && training.recipe !== 'codescout')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['recipe'],
+      message: `paperSetup ${training.paperSetup} trains with the codescout recipe (CodeScout §4.1); set recipe: codescout (got ${training.recipe})`,
+    });
+  if (training.maxStaleness !== undefined && !async)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxStaleness'],
+      message: `only applies with mode: async (mode is ${training.mode ?? 'sync, the default'}); set mode: async or drop maxStaleness`,
+    });
   if (training.validation) {
     const interval = training.checkpointEvery ?? TRAINER_CHECKPOINT_EVERY;
     if (training.validation.every % interval !== 0)
@@ -156,7 +205,7 @@ function refuseActivityKeys(
   }
 }
 
-export const TrainingConfigSchema = TrainingConfigObject.superRefine(refuseActivityKeys);
+export const TrainingConfigSchema = TrainingConfigObject.superRefine(checkTrainingSection);
 export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
 export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 
@@ -165,5 +214,5 @@ export const ResolvedTrainingConfigSchema = TrainingConfigObject.extend({
   gpuTaskQueue: z.string().min(1),
   /** The run config's top-level `sandbox`, for the environment's tools (schemas/sandbox.ts). */
   sandbox: SandboxConfigSchema.prefault({}),
-}).superRefine(refuseActivityKeys);
+}).superRefine(checkTrainingSection);
 export type ResolvedTrainingConfig = z.infer<typeof ResolvedTrainingConfigSchema>;

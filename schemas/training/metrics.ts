@@ -4,7 +4,7 @@ import { columns, float64, int32, list, nullable, struct, utf8 } from '../column
 /** Training metrics: one row per step (`training/metrics/segment-<k>.parquet`, merged into `training/metrics.parquet`). */
 
 export const TRAINING_METRICS_SCHEMA_NAME = 'training.metrics';
-export const TRAINING_METRICS_SCHEMA_VERSION = 1;
+export const TRAINING_METRICS_SCHEMA_VERSION = 2;
 
 export const trainingMetricsColumns = columns({
   step: int32(),
@@ -34,6 +34,12 @@ export const trainingMetricsColumns = columns({
   rolloutTokensPerS: float64(),
   trainTokensPerS: float64(),
   peakGpuMemGb: nullable(float64()),
+  /**
+   * The sampling policy's version and the step's staleness (trainer/README.md "Output"; CodeScout §3.4);
+   * null for lines of trainers that did not write them (schema version 1 files have neither column).
+   */
+  policyVersion: nullable(int32()),
+  staleness: nullable(int32()),
   checkpoint: nullable(utf8()),
   /**
    * Where the line was recorded: segment, activity attempt and line of that attempt's stdout. Records are

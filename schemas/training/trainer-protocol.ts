@@ -39,6 +39,13 @@ export const TrainerStepLineSchema = z.object({
   sampler_logprob_diff: finite.nullable().optional(),
   /** Mean truncated importance-sampling weight (null: the correction is off). */
   is_weight_mean: finite.nullable().optional(),
+  /**
+   * Optimizer steps taken by the weights that sampled the step's rollouts, and how many steps older than the
+   * updated weights they are (`step − 1 − policy_version`: 0 in sync mode, at most `max_staleness` in async;
+   * CodeScout §3.4). Absent from the lines of trainers older than async mode.
+   */
+  policy_version: z.number().int().min(0).nullable().optional(),
+  staleness: z.number().int().min(0).nullable().optional(),
   checkpoint: z.string().nullable().default(null),
 });
 export type TrainerStepLine = z.infer<typeof TrainerStepLineSchema>;

@@ -53,6 +53,25 @@ def test_benchmark_reports_every_figure(tokenizer):
         result["prefill_tflop_per_step"] + result["decode_tflop_per_step"])
     assert result["prefill_tflop_per_step"] > 0 and result["rollout_processed_tokens_per_s"] > 0
     assert result["rollout_vs_plain_generate_processed"] > 0
+    # The last checkpoint (step 2) behind trainer.serve, 4 requests (the default), against the batched generate.
+    served = result["served"]
+    assert served["checkpoint_step"] == 2 and served["requests"] == 4 and served["tokens"] >= 4, served
+    assert result["served_tokens_per_s"] == pytest.approx(served["tokens"] / served["seconds"])
+    assert result["served_vs_plain_generate"] == pytest.approx(
+        result["served_tokens_per_s"] / result["plain_generate_tokens_per_s"])
+
+
+def test_serving_needs_a_complete_checkpoint(tmp_path):
+    from trainer.bench_serve import last_checkpoint
+
+    root = tmp_path / "checkpoints"
+    (root / "step-00000001").mkdir(parents=True)
+    (root / "step-00000001" / "COMPLETE").write_text("1\n")
+    (root / "step-00000002").mkdir()  # being written: no COMPLETE marker
+    assert last_checkpoint(str(tmp_path)) == str(root / "step-00000001")
+    (root / "step-00000001" / "COMPLETE").unlink()
+    with pytest.raises(RuntimeError, match="no complete checkpoint"):
+        last_checkpoint(str(tmp_path))
 
 
 def test_prefill_and_decode_flops_count_each_token_once():

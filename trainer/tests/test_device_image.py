@@ -51,6 +51,8 @@ def test_the_cpu_dry_run_bench_runs_on_the_device_images_packages_alone(device_i
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["bench"] == "train" and result["steps"] == 2, result
     assert result["generator"] == "hf" and result["timed_steps"] >= 1
+    # trainer.serve ran in its own process on the same packages (the guard below watches it too).
+    assert result["served"]["requests"] >= 1 and result["served_tokens_per_s"] > 0, result["served"]
     reports = _reports(device_image["log"])
     assert reports, "the import guard reported nothing: it did not run"
     missing = [m for r in reports for m in r["missing"] if m["module"].split(".")[0] not in OPTIONAL_PROBES]
