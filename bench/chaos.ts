@@ -915,6 +915,7 @@ function policyServerScenarios(
         },
       };
       scenario.setup = async () => {
+        if (!gpuWorker) await startGpuWorker(); // trains the checkpoint, then serves it
         if (existsSync(trained)) return;
         await makeEnvironment();
         rmSync(runDir, { recursive: true, force: true });
@@ -928,7 +929,6 @@ function policyServerScenarios(
         );
         mkdirSync(trained, { recursive: true });
         for (const dir of ['catm', 'environment', 'training']) cpSync(path.join(runDir, dir), path.join(trained, dir), { recursive: true });
-        if (!gpuWorker) await startGpuWorker();
       };
       out.push(scenario);
     } else {
