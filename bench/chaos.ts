@@ -20,6 +20,14 @@
  * segment's attempt up and the worker cancels it: the trainer gets SIGTERM, ignores it, and is killed with its
  * process group after stopGraceMs. A trial passes only if the same GPU worker process lives on and the retry
  * finishes the run with the reference's artifacts (its line says whether the force-kill happened).
+ *
+ * The policy-server faults (`<fault>-eval`, `<fault>-validation`; README "Serving and evaluating the trained
+ * policy"): once the served checkpoint's request log (`policy-servers/step-N/requests.jsonl`) has a line, and then
+ * at a seeded random moment inside the time the references' servers answered, SIGKILL the serving trainer.serve
+ * (`policy-server-killed`), the GPU worker (`gpu-worker-killed`, restarted) or the Temporal dev server
+ * (`temporal-killed`, restarted; the workers must ride it out). The three faults of a kind share one pair of
+ * references. Beyond the usual checks a trial passes only if no trainer.serve process of the run's data dir is
+ * left once the run ended; as for a kill, the fault counts only if the run was still open at its moment. Four of the six run only when named or with `--full` (FULL_ONLY).
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -29,6 +37,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { portIsFree, startDevServer } from '../cli/dev-server';
 import { readParquetObjects } from '../lib/artifacts';
+import { isProcessAlive } from '../lib/process';
 import { buildFixtureRepo } from '../test/support/fixture-repos';
 import { repoRoot, sharedData } from '../test/support/repo-root';
 import { reply, startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../test/support/scripted-openai-server';
@@ -66,8 +75,23 @@ interface Scenario {
    */
   addedByDesign?: RegExp;
   /** What a trial does to the run: SIGKILL the workers (the default), or stall the GPU worker past its heartbeat timeout. */
-  fault?: 'kill' | 'stall-gpu-worker';
+  fault?: 'kill' | 'stall-gpu-worker' | PolicyServerFault;
+  /** Scenarios of one group share their two reference runs (the same run, faulted differently). */
+  referenceGroup?: string;
 }
+
+/**
+ * The policy-server faults: SIGKILL the serving trainer/serve.py (its process group), the GPU worker that runs
+ * `servePolicy`, or the Temporal dev server, once the server's request log shows it answering.
+ */
+type PolicyServerFault = 'kill-policy-server' | 'kill-gpu-worker' | 'kill-temporal';
+const POLICY_SERVER_FAULTS: Record<string, PolicyServerFault> = {
+  'policy-server-killed': 'kill-policy-server',
+  'gpu-worker-killed': 'kill-gpu-worker',
+  'temporal-killed': 'kill-temporal',
+};
+const isPolicyServerFault = (fault: Scenario['fault']): fault is PolicyServerFault =>
+  fault === 'kill-policy-server' || fault === 'kill-gpu-worker' || fault === 'kill-temporal';
 
 /** `<artifact>.tmp-<pid>-<hex>`: the temp file of an atomic write (lib/artifacts/atomic-write.ts) whose writer was killed. */
 const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
@@ -79,11 +103,17 @@ const flag = (name: string, fallback: number) => {
 };
 const TRIALS = flag('trials', 10);
 const SEED = flag('seed', 1);
-const ALL = ['catm', 'environment', 'evaluation', 'training', 'downstream', 'trainer-ignores-sigterm'];
+const POLICY_STAGES = Object.keys(POLICY_SERVER_FAULTS).flatMap((fault) => [`${fault}-eval`, `${fault}-validation`]);
+const ALL = ['catm', 'environment', 'evaluation', 'training', 'downstream', 'trainer-ignores-sigterm', ...POLICY_STAGES];
+/**
+ * Run only when named or with `--full`: each costs a trained checkpoint and a served tiny model on the CPU, so the
+ * short run (`npm test`: `--trials 1`) keeps one eval and one validation fault (BENCHMARKS.md "Chaos").
+ */
+const FULL_ONLY = ['gpu-worker-killed-eval', 'temporal-killed-eval', 'policy-server-killed-validation', 'temporal-killed-validation'];
 const flagValues = new Set(['--trials', '--seed'].flatMap((f) => (args.indexOf(f) >= 0 ? [args[args.indexOf(f) + 1]] : [])));
 const chosen = args.filter((a) => !a.startsWith('--') && !flagValues.has(a));
 for (const stage of chosen) if (!ALL.includes(stage)) throw new Error(`chaos: unknown stage "${stage}" (known: ${ALL.join(', ')})`);
-const stages = chosen.length > 0 ? chosen : ALL;
+const stages = chosen.length > 0 ? chosen : args.includes('--full') ? ALL : ALL.filter((stage) => !FULL_ONLY.includes(stage));
 
 let seed = SEED >>> 0;
 const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
@@ -161,6 +191,67 @@ function killOrphanedTrainer(): void {
     process.kill(-(JSON.parse(readFileSync(pidFile, 'utf8')) as { pid: number }).pid, 'SIGKILL');
   } catch {
     // already gone
+  }
+}
+
+// ---- the policy server ----------------------------------------------------------------------------------
+
+const policyServersDir = () => path.join(runDir, 'policy-servers');
+const policyServerDirs = () =>
+  existsSync(policyServersDir()) ? readdirSync(policyServersDir()).map((step) => path.join(policyServersDir(), step)) : [];
+
+/** Whether some served checkpoint's request log (trainer/serve.py, one line per completion) has a line yet. */
+function policyServerAnswered(): boolean {
+  return policyServerDirs().some((dir) => {
+    try {
+      return readFileSync(path.join(dir, 'requests.jsonl'), 'utf8').trim().length > 0;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** SIGKILLs the process group of every policy server whose pid record exists (the one serving now); returns how many. */
+function killPolicyServers(): number {
+  let killed = 0;
+  for (const dir of policyServerDirs()) {
+    try {
+      process.kill(-(JSON.parse(readFileSync(path.join(dir, 'server.pid.json'), 'utf8')) as { pid: number }).pid, 'SIGKILL');
+      killed += 1;
+    } catch {
+      // no record, or already gone
+    }
+  }
+  return killed;
+}
+
+/** Live processes of this run's trainer/serve.py: what a finished run must not leave behind. */
+function policyServerProcesses(): number[] {
+  const found: number[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (
+        (cmdline.includes('trainer.serve') || cmdline.includes('trainer/serve.py')) &&
+        cmdline.includes(dataDir) &&
+        isProcessAlive(Number(pid), null)
+      )
+        found.push(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** Ends the orphans a trial found, so the next run starts clean (the trial has already been counted as failed). */
+function killPolicyServerProcesses(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
   }
 }
 
@@ -420,7 +511,49 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
   let kills = 0;
   let serverKills = 0;
   const stalled = { stalls: 0, forceKills: 0, gpuWorkerSurvived: true };
-  if (chaos && scenario.fault === 'stall-gpu-worker') {
+  const served = { firstAnswerMs: null as number | null, faults: 0, restartedWorkers: 0 };
+  const isRunning = () => withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING');
+  if (isPolicyServerFault(scenario.fault)) {
+    // Every run (the references too) notes when the server first answered: the trials' kill window starts there.
+    for (;;) {
+      if (policyServerAnswered()) {
+        served.firstAnswerMs = Date.now() - started;
+        break;
+      }
+      if (!(await isRunning())) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  if (chaos && isPolicyServerFault(scenario.fault) && served.firstAnswerMs !== null) {
+    await new Promise((r) => setTimeout(r, chaos.killAtMs));
+    if (await isRunning()) {
+      if (scenario.fault === 'kill-policy-server') served.faults += killPolicyServers() > 0 ? 1 : 0;
+      if (scenario.fault === 'kill-gpu-worker') {
+        await killWorkerProcess(gpuWorker!);
+        kills += 1;
+        served.faults += 1;
+        await startGpuWorker();
+      }
+      if (scenario.fault === 'kill-temporal') {
+        await killServer();
+        serverKills += 1;
+        served.faults += 1;
+        await startServer();
+      }
+    }
+    // The workers must ride out the fault themselves; one that died is replaced (and counted) so the run can end.
+    while (await isRunning()) {
+      if (worker!.exitCode !== null || worker!.signalCode !== null) {
+        served.restartedWorkers += 1;
+        await startWorker();
+      }
+      if (!gpuWorkerRuns() && scenario.fault !== 'kill-gpu-worker') {
+        served.restartedWorkers += 1;
+        await startGpuWorker();
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  } else if (chaos && scenario.fault === 'stall-gpu-worker') {
     const worker = gpuWorker!;
     const forceKillsBefore = forceKillsLogged();
     await new Promise((r) => setTimeout(r, chaos.killAtMs));
@@ -471,7 +604,16 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
     }
     return (await handle.describe()).status.name;
   });
+  // A finished run has stopped its servers; a grace second for the kernel to reap the group just stopped.
+  let orphans = policyServerProcesses();
+  for (let i = 0; i < 3 && orphans.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    orphans = policyServerProcesses();
+  }
+  killPolicyServerProcesses(orphans);
   return {
+    orphans: orphans.length,
+    ...(isPolicyServerFault(scenario.fault) ? { served } : {}),
     workflowId,
     status,
     ms: Date.now() - started,
@@ -585,7 +727,8 @@ async function scenarios(): Promise<Scenario[]> {
     };
   }
   const trainingStages = stages.filter((stage) => stage === 'training' || stage === 'trainer-ignores-sigterm');
-  if (trainingStages.length > 0) {
+  const policyStages = stages.filter((stage) => POLICY_STAGES.includes(stage));
+  if (trainingStages.length > 0 || policyStages.length > 0) {
     // As test/integration/training.test.ts: the real trainer on the CPU, a tiny randomly initialised Qwen3-shaped
     // model (a smoke run: it cannot learn), group 2, one prompt per step, a checkpoint every step.
     const modelDir = path.join(work, 'tiny-model');
@@ -641,6 +784,21 @@ async function scenarios(): Promise<Scenario[]> {
       },
     };
     let environmentMade = false;
+    const makeEnvironment = async () => {
+      if (environmentMade) return;
+      rmSync(runDir, { recursive: true, force: true });
+      const result = (await withClient((client) =>
+        client.workflow.execute('pipeline', {
+          taskQueue,
+          workflowId: `${RUN_ID}/setup-training-environment`,
+          args: [environmentInput],
+        }),
+      )) as { environment: { samples: unknown } };
+      trainingInput.artifacts.samples = result.environment.samples;
+      mkdirSync(saved, { recursive: true });
+      for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
+      environmentMade = true;
+    };
     for (const stage of trainingStages) {
       const stubborn = stage === 'trainer-ignores-sigterm';
       const scenario: Scenario & { setup?: () => Promise<void> } = {
@@ -664,25 +822,13 @@ async function scenarios(): Promise<Scenario[]> {
         ...(stubborn ? { fault: 'stall-gpu-worker' as const, addedByDesign: /^trainer\/checkpoints\/step-\d+\// } : {}),
       };
       scenario.setup = async () => {
-        if (!environmentMade) {
-          rmSync(runDir, { recursive: true, force: true });
-          const result = (await withClient((client) =>
-            client.workflow.execute('pipeline', {
-              taskQueue,
-              workflowId: `${RUN_ID}/setup-training-environment`,
-              args: [environmentInput],
-            }),
-          )) as { environment: { samples: unknown } };
-          trainingInput.artifacts.samples = result.environment.samples;
-          mkdirSync(saved, { recursive: true });
-          for (const dir of ['catm', 'environment']) cpSync(path.join(runDir, dir), path.join(saved, dir), { recursive: true });
-          environmentMade = true;
-        }
+        await makeEnvironment();
         (scenario.input.artifacts as Record<string, unknown>).samples = trainingInput.artifacts.samples;
         if (!gpuWorker) await startGpuWorker();
       };
       out.push(scenario);
     }
+    out.push(...policyServerScenarios(policyStages, { trainingInput, saved, makeEnvironment }));
   }
   if (stages.includes('downstream')) {
     // The downstream integration tests' world (test/integration/downstream-fixture.ts): acme/calc with three
@@ -712,7 +858,146 @@ async function scenarios(): Promise<Scenario[]> {
   return out;
 }
 
+/**
+ * The trained policy served during an evaluation and during a validation (README "Serving and evaluating the
+ * trained policy"), each under three faults sharing one pair of references. Eval: the evaluation stage alone with
+ * `policy: trained, checkpoint: latest` over a trained run's folder (trained once, uninterrupted, by setup); the
+ * work items are its prediction rows, one per (retriever, instance). Validation: 2 training steps validated after
+ * each on the held-out instance (a child evaluation per checkpoint, each its own server); the work items are
+ * `validation.parquet`'s rows, one per checkpoint step.
+ */
+function policyServerScenarios(
+  policyStages: string[],
+  training: {
+    trainingInput: Record<string, unknown> & { training: Record<string, unknown>; artifacts: { samples: unknown } };
+    saved: string;
+    makeEnvironment: () => Promise<void>;
+  },
+): Scenario[] {
+  const { trainingInput, saved, makeEnvironment } = training;
+  const policyTimeouts = { policyServer: { heartbeatMs: 5_000 }, evaluation: { heartbeatMs: 5_000 }, training: { heartbeatMs: 4_000 } };
+  const policyServer = { backend: 'hf', gpuTaskQueue, readyTimeoutMs: 300_000 };
+  const servedTraining = {
+    ...trainingInput.training,
+    steps: 2,
+    segmentSteps: 2,
+    limits: { maxTurns: 2, maxNewTokens: 16, maxNewTokensPerTurn: 8, maxSeqLen: 4000 },
+  };
+  const trained = path.join(work, 'trained-for-evaluation');
+  const out: Scenario[] = [];
+  for (const stage of policyStages) {
+    const fault = POLICY_SERVER_FAULTS[stage.replace(/-(eval|validation)$/, '')]!;
+    if (stage.endsWith('-eval')) {
+      const scenario: Scenario & { setup?: () => Promise<void> } = {
+        stage,
+        referenceGroup: 'trained-policy-eval',
+        workflow: 'evaluation',
+        input: {
+          ...trainingInput,
+          stages: ['evaluation'],
+          training: servedTraining,
+          evaluation: {
+            retrievers: [{ name: 'trained', kind: 'agent', policy: 'trained', checkpoint: 'latest', concurrency: 1, timeoutMs: 60_000 }],
+            shardSize: 1,
+            maxConcurrentShards: 1,
+            bootstrap: { samples: 100 },
+            policyServer,
+          },
+          temporal: { activityTimeouts: policyTimeouts },
+        },
+        artifactDir: 'evaluation',
+        items: { file: 'evaluation/predictions.parquet', key: (r) => `${String(r.retriever)}\u0000${String(r.instanceId)}` },
+        llm: null,
+        fault,
+        prepare: () => {
+          if (!existsSync(trained)) throw new Error('chaos: the trained-policy scenarios need their trained run first');
+          cpSync(trained, runDir, { recursive: true });
+        },
+      };
+      scenario.setup = async () => {
+        if (!gpuWorker) await startGpuWorker(); // trains the checkpoint, then serves it
+        if (existsSync(trained)) return;
+        await makeEnvironment();
+        rmSync(runDir, { recursive: true, force: true });
+        cpSync(saved, runDir, { recursive: true });
+        await withClient((client) =>
+          client.workflow.execute('training', {
+            taskQueue,
+            workflowId: `${RUN_ID}/setup-trained-policy`,
+            args: [{ ...trainingInput, training: servedTraining }],
+          }),
+        );
+        mkdirSync(trained, { recursive: true });
+        for (const dir of ['catm', 'environment', 'training']) cpSync(path.join(runDir, dir), path.join(trained, dir), { recursive: true });
+      };
+      out.push(scenario);
+    } else {
+      const scenario: Scenario & { setup?: () => Promise<void> } = {
+        stage,
+        referenceGroup: 'trained-policy-validation',
+        workflow: 'training',
+        input: {
+          ...trainingInput,
+          training: { ...servedTraining, validation: { instances: ['acme__widgets-2'], every: 1, metric: 'fileF1' } },
+          evaluation: { policyServer },
+          temporal: { activityTimeouts: policyTimeouts },
+        },
+        artifactDir: 'training',
+        items: { file: 'training/validation.parquet', key: (r) => String(r.step) },
+        llm: null,
+        fault,
+        perAttempt: /^segments\//,
+        resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt', 'line'] },
+        prepare: () => {
+          if (!existsSync(saved)) throw new Error('chaos: the validation scenarios need their environment run first');
+          cpSync(saved, runDir, { recursive: true });
+        },
+      };
+      scenario.setup = async () => {
+        await makeEnvironment();
+        (scenario.input.artifacts as Record<string, unknown>).samples = trainingInput.artifacts.samples;
+        if (!gpuWorker) await startGpuWorker();
+      };
+      out.push(scenario);
+    }
+  }
+  return out;
+}
+
 // ---- main -------------------------------------------------------------------------------------------------
+
+type RunResult = Awaited<ReturnType<typeof runOnce>>;
+interface References {
+  refRunA: RunResult;
+  refA: Snapshot;
+  refItems: Awaited<ReturnType<typeof itemCounts>>;
+  refRunB: RunResult;
+  refB: Snapshot;
+  byDesign: string[];
+}
+const sharedReferences = new Map<string, References>();
+
+/** Two uninterrupted runs; their snapshots are named after the reference group when the scenario shares one. */
+async function referenceRuns(scenario: Scenario): Promise<References> {
+  const named = { ...scenario, stage: scenario.referenceGroup ?? scenario.stage };
+  const refRunA = await runOnce(scenario, null);
+  const refA = snapshot(named, 'reference-a');
+  const refItems = await itemCounts(scenario, null);
+  const refRunB = await runOnce(scenario, null);
+  const refB = snapshot(named, 'reference-b');
+  const byDesign = refA.files.filter(
+    (f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)),
+  );
+  return { refRunA, refA, refItems, refRunB, refB, byDesign };
+}
+
+/** The kill moment: inside the run as a whole, or, for a policy-server fault, inside the time the server answered. */
+function killMoment(refRunA: RunResult, refRunB: RunResult): number {
+  const answering = [refRunA, refRunB].map((run) => (run.served?.firstAnswerMs == null ? null : run.ms - run.served.firstAnswerMs));
+  // 0.6, not 0.85: a loaded machine shortens or stretches that time by a third between runs, and a moment past the run's end faults nothing.
+  if (answering.every((ms) => ms !== null)) return Math.round(0.6 * random() * Math.min(...(answering as number[])));
+  return Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
+}
 
 async function main(): Promise<number> {
   port = await freePort(7712);
@@ -722,19 +1007,18 @@ async function main(): Promise<number> {
   try {
     for (const scenario of await scenarios()) {
       await (scenario as Scenario & { setup?: () => Promise<void> }).setup?.();
-      const refRunA = await runOnce(scenario, null);
-      const refA = snapshot(scenario, 'reference-a');
-      const refItems = await itemCounts(scenario, null);
-      const refRunB = await runOnce(scenario, null);
-      const refB = snapshot(scenario, 'reference-b');
-      const byDesign = refA.files.filter(
-        (f) => existsSync(path.join(refB.dir, f)) && sha256(path.join(refA.dir, f)) !== sha256(path.join(refB.dir, f)),
-      );
+      const shared = scenario.referenceGroup ? sharedReferences.get(scenario.referenceGroup) : undefined;
+      const { refRunA, refA, refItems, refRunB, refB, byDesign } = shared ?? (await referenceRuns(scenario));
+      if (scenario.referenceGroup && !shared)
+        sharedReferences.set(scenario.referenceGroup, { refRunA, refA, refItems, refRunB, refB, byDesign });
       console.log(
         JSON.stringify({
           kind: 'reference',
           stage: scenario.stage,
+          ...(shared ? { sharedWith: scenario.referenceGroup } : {}),
           ms: [refRunA.ms, refRunB.ms],
+          orphans: [refRunA.orphans, refRunB.orphans],
+          ...(refRunA.served ? { firstAnswerMs: [refRunA.served.firstAnswerMs, refRunB.served?.firstAnswerMs] } : {}),
           status: [refRunA.status, refRunB.status],
           artifacts: refA.files.length,
           bytesDifferByDesign: byDesign,
@@ -753,10 +1037,12 @@ async function main(): Promise<number> {
         lost: 0,
         redoneRequests: 0,
         leftoverTemps: 0,
+        orphans: 0,
+        ...(isPolicyServerFault(scenario.fault) ? { faults: 0, restartedWorkers: 0 } : {}),
         ...(scenario.fault === 'stall-gpu-worker' ? { stalls: 0, forceKills: 0, gpuWorkerSurvived: 0 } : {}),
       };
       for (let trial = 1; trial <= TRIALS; trial++) {
-        const killAtMs = Math.round((0.05 + 0.85 * random()) * Math.min(refRunA.ms, refRunB.ms));
+        const killAtMs = killMoment(refRunA, refRunB);
         const killServer = trial % 3 === 1; // trials 1, 4, 7, 10: the short CI run kills the server too
         const run = await runOnce(scenario, { killAtMs, killServer });
         const completed = run.status === 'COMPLETED';
@@ -764,7 +1050,8 @@ async function main(): Promise<number> {
         const items = completed ? await itemCounts(scenario, refItems.keys) : null;
         const identical = artifacts !== null && artifacts.differing.length === 0 && artifacts.extra.length === 0;
         const survived = run.gpuWorkerSurvived ?? true;
-        const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0 && survived;
+        // As for a kill, a fault counts only when the run was still open at its moment (`served.faults` says whether).
+        const ok = completed && identical && (items?.duplicated ?? 0) === 0 && (items?.lost ?? 0) === 0 && survived && run.orphans === 0;
         const line = {
           ok,
           kind: 'trial',
@@ -777,6 +1064,8 @@ async function main(): Promise<number> {
           ...(scenario.fault === 'stall-gpu-worker'
             ? { stalledGpuWorker: (run.stalls ?? 0) > 0, forceKills: run.forceKills ?? 0, gpuWorkerSurvived: survived }
             : {}),
+          ...(run.served ? { served: run.served } : {}),
+          orphans: run.orphans,
           status: run.status,
           ms: run.ms,
           artifacts,
@@ -798,6 +1087,11 @@ async function main(): Promise<number> {
         totals.lost += items?.lost ?? (completed ? 0 : refItems.items);
         totals.redoneRequests += scenario.llm ? run.requests - refRunA.requests : 0;
         totals.leftoverTemps += artifacts?.leftoverTemps.length ?? 0;
+        totals.orphans += run.orphans;
+        if (run.served) {
+          totals.faults! += run.served.faults;
+          totals.restartedWorkers! += run.served.restartedWorkers;
+        }
         if (scenario.fault === 'stall-gpu-worker') {
           totals.stalls! += run.stalls ?? 0;
           totals.forceKills! += run.forceKills ?? 0;
@@ -812,6 +1106,7 @@ async function main(): Promise<number> {
     if (worker) await killWorkerProcess(worker);
     if (gpuWorker) await killWorkerProcess(gpuWorker);
     killOrphanedTrainer();
+    killPolicyServerProcesses(policyServerProcesses());
     await killServer();
     rmSync(work, { recursive: true, force: true });
   }
