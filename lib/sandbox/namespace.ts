@@ -52,12 +52,12 @@ function isUnder(dir: string, candidate: string): boolean {
   return candidate === dir || candidate.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-let systemMountArgs: string[] | undefined;
-
 /**
  * bwrap's arguments for the system part of the view: each system dir bound read-only, or re-made as the
  * symlink it is. The host's layout does not change while a worker runs, so it is read once.
  */
+let systemMountArgs: string[] | undefined;
+
 function systemMounts(): string[] {
   if (systemMountArgs) return systemMountArgs;
   const args: string[] = [];
@@ -73,6 +73,19 @@ function systemMounts(): string[] {
   }
   for (const file of SYSTEM_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
   systemMountArgs = args;
+  return args;
+}
+
+const programMountCache = new Map<string, string[]>();
+
+/** programMounts, remembered per list of executables (their install places do not move while a worker runs). */
+function cachedProgramMounts(executables: string[]): string[] {
+  const key = executables.join('\0');
+  let args = programMountCache.get(key);
+  if (!args) {
+    args = programMounts(executables);
+    programMountCache.set(key, args);
+  }
   return args;
 }
 
@@ -128,7 +141,7 @@ export function namespaceArgs(view: NamespaceView, cwd: string, extraExecutables
     '--hostname',
     'sandbox',
     ...systemMounts(),
-    ...programMounts(extraExecutables),
+    ...cachedProgramMounts(extraExecutables),
     '--proc',
     '/proc',
     '--dev',
