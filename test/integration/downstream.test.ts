@@ -98,7 +98,7 @@ describe('downstream stage on the real dev server', () => {
 
     // One row per (configuration, instance), instance-major, rounds and tokens exactly the scripted usage.
     const rows = await readParquetObjects(result.runs.uri);
-    expect(result.runs).toMatchObject({ rows: 6, schema: 'downstream.runs', schemaVersion: 1 });
+    expect(result.runs).toMatchObject({ rows: 6, schema: 'downstream.runs', schemaVersion: 2 });
     const gaveUp = {
       resolved: false,
       outcome: 'unresolved',
@@ -409,6 +409,11 @@ describe('downstream stage on the real dev server', () => {
         patchBytes: 0,
         endReason: 'timeout',
         error: 'run: the run (agent and harness) passed downstream.runTimeoutMs = 1500 ms and was stopped; its processes were killed',
+        // No trained policy chose this configuration's files (source: none).
+        servedModel: null,
+        baseModel: null,
+        checkpointStep: null,
+        adapterSha256: null,
       },
     ]);
     expect(result.tableValues.rows[0]).toMatchObject({ instances: 1, resolved: 0, errors: 1, resolveRate: 0 });
