@@ -11,7 +11,7 @@ import {
   writeParquetArtifact,
 } from '../lib/artifacts';
 import { keptCandidates } from '../lib/labels/judge-artifacts';
-import { buildSamples, indexRetainedLabels } from '../lib/labels/samples';
+import { buildSamples, indexRetainedLabels, noSamplesMessage } from '../lib/labels/samples';
 import { ReasoningLengthStats, weighCandidate } from '../lib/labels/weights';
 import { WeightInputSchema, WeightSummarySchema, type WeightInput, type WeightOutput, type WeightSummary } from '../schemas/catm';
 import {
@@ -22,9 +22,11 @@ import {
   SAMPLES_SCHEMA_VERSION,
   catmLabelsArrowSchema,
   samplesArrowSchema,
+  SamplesSummarySchema,
   type CatmLabel,
+  type SamplesSummary,
 } from '../schemas/samples';
-import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
+import { invalidInput, nonRetryable, ProgressReporter, rethrowAsFailure } from './kit';
 
 const SUMMARY_SCHEMA = { name: 'catm.weight-summary', version: 1 } as const;
 
@@ -60,12 +62,17 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const cachedLabels = await findCachedArtifact(labelsOut.path, { ...labelsOut, configHash });
   const cachedSamples = await findCachedArtifact(samplesOut.path, { ...samplesOut, configHash });
   const cachedSummary = await findCachedArtifact(summaryPath, summaryOut);
+  const source = `instances ${input.instancesPath}`;
   if (cachedLabels && cachedSamples && cachedSummary) {
     log.info('weight: cache hit', { samples: cachedSamples.uri });
+    const stored = (await readJsonArtifact(cachedSummary.uri)) as { samples?: unknown };
+    const samplesSummary = SamplesSummarySchema.safeParse(stored.samples);
+    // A cached run that wrote nothing failed then, and fails again (not a ✓ from the cache).
+    if (samplesSummary.success) failOnNoSamples(samplesSummary.data, source);
     return {
       labels: cachedLabels,
       samples: cachedSamples,
-      summary: WeightSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)),
+      summary: WeightSummarySchema.parse(stored),
       cached: true,
     };
   }
@@ -94,7 +101,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
 
     // Samples: instances streamed, retained labels indexed in memory (few).
     const index = await indexRetainedLabels(readArtifactRows(labels.uri, (row) => CatmLabelSchema.parse(row)));
-    const run = buildSamples(readRows(input.instancesPath), index, { source: `instances ${input.instancesPath}` });
+    const run = buildSamples(readRows(input.instancesPath), index, { source });
     const samples = await writeParquetArtifact({ ...samplesOut, configHash, arrowSchema: samplesArrowSchema, rows: run.samples }).catch(
       rethrowAsFailure,
     );
@@ -111,6 +118,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
       samplesWithCatm: samplesSummary.samplesWithCatm,
     };
     await writeJsonArtifact(summaryPath, { ...summary, samples: samplesSummary }, summaryOut);
+    failOnNoSamples(samplesSummary, source);
     progress.report({
       stage: 'weight',
       done: 3,
@@ -124,4 +132,10 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   } finally {
     progress.close();
   }
+}
+
+/** Non-empty instances in, no sample out: the stage failed (NoUsableInstances), the skip reasons counted in its message. */
+function failOnNoSamples(summary: SamplesSummary, source: string): void {
+  const message = noSamplesMessage(summary, source);
+  if (message !== null) throw nonRetryable('NoUsableInstances', message, { instancesRead: summary.instancesRead, instancesSkipped: summary.instancesSkipped });
 }

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readArtifactRows, readRows, sourceRef, writeParquetArtifact } from '../lib/artifacts';
-import { emptyGroundTruthSummary, goldPatches, sampleGroundTruth, summarizeGroundTruthArtifact } from '../lib/patch/sample-ground-truth';
+import { emptyGroundTruthSummary, fixPatchOf, goldPatches, sampleGroundTruth, summarizeGroundTruthArtifact } from '../lib/patch/sample-ground-truth';
 import {
   ENVIRONMENT_SAMPLES_SCHEMA_NAME,
   ENVIRONMENT_SAMPLES_SCHEMA_VERSION,
@@ -12,7 +12,7 @@ import {
 } from '../schemas/environment';
 import { groundTruthToColumns } from '../schemas/ground-truth';
 import { SampleSchema, type Sample } from '../schemas/samples';
-import { WorktreeResultSchema } from '../schemas/worktrees';
+import { treeKey, WorktreeResultSchema, type WorktreeResult } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
 
 /**
@@ -27,18 +27,18 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   const inputs = [input.samples, input.worktrees, instances];
   // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.
   const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped' });
-  const worktreeByCommit = new Map<string, string>();
+  const worktreeByCommit = new Map<string, WorktreeResult>();
   for await (const record of readRows(input.worktrees.uri)) {
     if ('error' in record) continue;
     const row = WorktreeResultSchema.parse(record.row);
-    if (row.status !== 'failed') worktreeByCommit.set(`${row.repo}@${row.commit}`, row.path);
+    if (row.status !== 'failed') worktreeByCommit.set(treeKey(row), row);
   }
   // A sample whose commit could not be materialized was dropped by the worktrees step (onUnavailable: skip,
   // listed in environment/dropped.parquet with its reason): the later stages see only the rest.
   const samples: Sample[] = [];
   let withoutWorktree = 0;
   for await (const sample of readArtifactRows(input.samples.uri, (row) => SampleSchema.parse(row), 'samples')) {
-    if (worktreeByCommit.has(`${sample.repo}@${sample.baseCommit}`)) samples.push(sample);
+    if (worktreeByCommit.has(treeKey(sample))) samples.push(sample);
     else withoutWorktree++;
   }
   const expectation = {
@@ -61,14 +61,20 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   try {
     for (const sample of samples) {
       summary.samples++;
-      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
-      const { truth, error } = await sampleGroundTruth(
-        patches.get(sample.instanceId),
-        fileChanges.get(sample.instanceId),
-        worktree,
-        summary,
-      );
-      rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
+      const worktree = worktreeByCommit.get(treeKey(sample))!;
+      // A use_patch tree is the bug: its fix, what the agent must localize, is the patch reversed.
+      const goldPatch = sample.bugPatch !== null ? await fixPatchOf(worktree.path) : patches.get(sample.instanceId);
+      const { truth, error } = await sampleGroundTruth(goldPatch, fileChanges.get(sample.instanceId), worktree.path, summary, {
+        filesFromLabels: sample.bugPatch !== null,
+      });
+      rows.push({
+        ...sample,
+        baseCommit: worktree.commit,
+        patchedFrom: worktree.patchedFrom,
+        ...groundTruthToColumns(truth),
+        worktreePath: worktree.path,
+        groundTruthError: error,
+      });
       const done = summary.samples - withoutWorktree;
       progress.report({
         stage: 'ground-truth',

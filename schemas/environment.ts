@@ -15,6 +15,13 @@ export const ENVIRONMENT_SAMPLES_SCHEMA_VERSION = SAMPLES_SCHEMA_VERSION + 1;
 
 export const environmentSampleColumns = columns({
   ...sampleColumns.shape,
+  /**
+   * The commit of the tree the agent searches: the instance's base commit, or for a use_patch sample the
+   * patched commit (its repository head + `bugPatch`, lib/worktrees/patched.ts); never null here.
+   */
+  baseCommit: utf8(z.string().regex(/^[0-9a-f]{40}$/)),
+  /** use_patch samples: the head `bugPatch` was applied to (the fixed tree); null otherwise. */
+  patchedFrom: nullable(utf8()),
   ...groundTruthColumns.shape,
   worktreePath: nullable(utf8()),
   /** Null when ground truth was derived; otherwise why it could not be (no worktree, unparseable patch). */

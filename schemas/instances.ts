@@ -5,7 +5,16 @@ import type { RowRecord } from './rows';
  * One SWE-bench-style instance (layout of shared/data/swebench_verified.jsonl and swebench_lite.jsonl, the
  * five columns kept there): the issue, the repository at its base commit, and the gold patch.
  */
-export const INSTANCE_ROW_FIELDS = ['instance_id', 'repo', 'base_commit', 'problem_statement', 'patch', 'file_changes'] as const;
+export const INSTANCE_ROW_FIELDS = [
+  'instance_id',
+  'repo',
+  'base_commit',
+  'problem_statement',
+  'patch',
+  'file_changes',
+  'use_patch',
+  'prompt',
+] as const;
 export type InstanceRowField = (typeof INSTANCE_ROW_FIELDS)[number];
 
 /**
@@ -14,29 +23,79 @@ export type InstanceRowField = (typeof INSTANCE_ROW_FIELDS)[number];
  * (entities `file.py:Class.method` / `file.py:func`, modules `file.py:Class`). Only `edited_*` are localization
  * targets (an agent cannot find what does not exist yet); `added_*` is read and ignored.
  */
+/** A list CodeScout's Parquet files may hold as null (pandas writes an empty list of a column as None). */
+const nullableList = z
+  .array(z.string())
+  .nullish()
+  .transform((v) => v ?? []);
+
 export const FileChangeSchema = z.object({
   file: z.string().min(1),
   changes: z
     .object({
-      edited_entities: z.array(z.string()).default([]),
-      edited_modules: z.array(z.string()).default([]),
-      added_entities: z.array(z.string()).optional(),
-      added_modules: z.array(z.string()).optional(),
+      edited_entities: nullableList,
+      edited_modules: nullableList,
+      added_entities: z.array(z.string()).nullish(),
+      added_modules: z.array(z.string()).nullish(),
     })
-    .prefault({}),
+    .nullish()
+    .transform((v) => v ?? { edited_entities: [], edited_modules: [] }),
 });
 export type FileChange = z.infer<typeof FileChangeSchema>;
 
-export const InstanceRowSchema = z.object({
-  instance_id: z.string().min(1, 'must be a non-empty string'),
-  repo: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'expected "owner/name"'),
-  base_commit: z.string().regex(/^[0-9a-f]{40}$/, 'expected a full 40-hex-digit commit id'),
-  problem_statement: z.string(),
-  patch: z.string().min(1, 'must be a non-empty unified diff'),
-  /** CodeScout layout only (see FileChangeSchema); absent in SWE-bench rows. */
-  file_changes: z.array(FileChangeSchema).nullish(),
-});
+/** One chat message of CodeScout's `prompt` column (`[{role: 'user', content: problem_statement}]`). */
+export const PromptMessageSchema = z.object({ role: z.string(), content: z.string() });
+
+const FULL_COMMIT = /^[0-9a-f]{40}$/;
+
+export const InstanceRowSchema = z
+  .object({
+    instance_id: z.string().min(1, 'must be a non-empty string'),
+    repo: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'expected "owner/name"'),
+    /** Null only with `use_patch: true` (the tree is the repository's head plus `patch`). */
+    base_commit: z.string().nullish(),
+    problem_statement: z.string().nullish(),
+    patch: z.string().min(1, 'must be a non-empty unified diff'),
+    /** CodeScout layout only (see FileChangeSchema); absent in SWE-bench rows. */
+    file_changes: z.array(FileChangeSchema).nullish(),
+    /**
+     * CodeScout's SWE-Smith rows (its src/build_dataset.py `--use_patch`): the repository
+     * `swesmith/<owner>__<repo>.<commit8>` is taken at its head and `patch` is applied to it, which
+     * introduces the bug; `base_commit` is null. `file_changes` then names what the fix has to touch.
+     */
+    use_patch: z.boolean().nullish(),
+    /** CodeScout's chat prompt; its user messages are the problem statement the agent sees. */
+    prompt: z.array(PromptMessageSchema).nullish(),
+  })
+  .superRefine((row, ctx) => {
+    if (row.use_patch === true) {
+      if (row.base_commit !== null && row.base_commit !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['base_commit'],
+          message: 'must be null with use_patch: true (the patch is applied to the repository head, as CodeScout does)',
+        });
+    } else if (typeof row.base_commit !== 'string' || !FULL_COMMIT.test(row.base_commit)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['base_commit'],
+        message: 'expected a full 40-hex-digit commit id (null only with use_patch: true)',
+      });
+    }
+    if (problemStatementOf(row) === null)
+      ctx.addIssue({ code: 'custom', path: ['problem_statement'], message: 'expected a string, or a prompt with a user message' });
+  });
 export type InstanceRow = z.infer<typeof InstanceRowSchema>;
+
+/**
+ * The task text of an instance: the user messages of CodeScout's `prompt` when there is one (what its agent
+ * is shown), else `problem_statement`; null when neither is there.
+ */
+export function problemStatementOf(row: Pick<InstanceRow, 'prompt' | 'problem_statement'>): string | null {
+  const user = (row.prompt ?? []).filter((m) => m.role === 'user').map((m) => m.content);
+  if (user.length > 0) return user.join('\n\n');
+  return typeof row.problem_statement === 'string' ? row.problem_statement : null;
+}
 
 export type InstanceRowResult =
   | { ok: true; instance: InstanceRow }

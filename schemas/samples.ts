@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, columns, float64, int32, list, struct, utf8 } from './columns';
+import { bool, columns, float64, int32, list, nullable, struct, utf8 } from './columns';
 import { JudgeVerdictSchema } from './judge';
 
 /**
@@ -50,8 +50,16 @@ export const sampleColumns = columns({
   instanceId: utf8(z.string().min(1)),
   /** `owner/name`. */
   repo: utf8(z.string().min(1)),
-  baseCommit: utf8(z.string().regex(/^[0-9a-f]{40}$/)),
+  /** The instance's base commit; null for a `use_patch` instance, whose tree is the repository head + `bugPatch`. */
+  baseCommit: nullable(utf8(z.string().regex(/^[0-9a-f]{40}$/))),
   problemStatement: utf8(),
+  /**
+   * CodeScout's SWE-Smith instances (`use_patch: true`): the patch applied to the repository head to make the
+   * buggy tree the agent searches; null for SWE-bench-style instances, whose tree is `baseCommit` itself.
+   */
+  bugPatch: nullable(utf8()),
+  /** sha256 (hex) of `bugPatch`: with the repository and its head, the identity of the buggy tree. */
+  bugPatchSha256: nullable(utf8(z.string().regex(/^[0-9a-f]{64}$/))),
   /** Files the gold patch changes (a/ b/ stripped, pre-image path for renames), in patch order. */
   goldFiles: list(utf8()),
   /** Retained CATM files, weight descending, then path. May include gold files. */
@@ -63,7 +71,8 @@ export const SampleSchema = sampleColumns.zod;
 export type Sample = z.infer<typeof SampleSchema>;
 
 export const SAMPLES_SCHEMA_NAME = 'catm.samples';
-export const SAMPLES_SCHEMA_VERSION = 1;
+/** 2: `baseCommit` nullable, `bugPatch` and `bugPatchSha256` (CodeScout's `use_patch` instances). */
+export const SAMPLES_SCHEMA_VERSION = 2;
 
 export const samplesArrowSchema = sampleColumns.arrowSchema();
 
@@ -76,6 +85,8 @@ export const INSTANCE_SKIP_REASONS = [
   'missingOrInvalid:problem_statement',
   'missingOrInvalid:patch',
   'missingOrInvalid:file_changes',
+  'missingOrInvalid:use_patch',
+  'missingOrInvalid:prompt',
   'duplicateInstanceId',
   'unparseablePatch',
 ] as const;

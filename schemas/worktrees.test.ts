@@ -21,6 +21,9 @@ const rows: WorktreeResult[] = [
     ms: 12.5,
     bytes: 4096,
     error: null,
+    errorCode: null,
+    bugPatchSha256: null,
+    patchedFrom: null,
   },
   {
     repo: 'acme/widgets',
@@ -30,16 +33,19 @@ const rows: WorktreeResult[] = [
     ms: 3.25,
     bytes: 4096,
     error: null,
+    errorCode: null,
+    bugPatchSha256: null,
+    patchedFrom: null,
   },
-  { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.5, bytes: 0, error: 'no local mirror of acme/absent' },
+  { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.5, bytes: 0, error: 'no local mirror of acme/absent', errorCode: 'mirror-missing', bugPatchSha256: null, patchedFrom: null },
 ];
 
 describe('worktrees schema', () => {
   it('declares every column type explicitly and names itself in the metadata', () => {
     expect(WORKTREES_SCHEMA_NAME).toBe('worktrees');
-    expect(WORKTREES_SCHEMA_VERSION).toBe(1);
+    expect(WORKTREES_SCHEMA_VERSION).toBe(2);
     expect(worktreesArrowSchema.metadata.get('schemaName')).toBe('worktrees');
-    expect(worktreesArrowSchema.metadata.get('schemaVersion')).toBe('1');
+    expect(worktreesArrowSchema.metadata.get('schemaVersion')).toBe('2');
     expect(worktreesArrowSchema.fields.map((f) => [f.name, String(f.type), f.nullable])).toEqual([
       ['repo', 'Utf8', false],
       ['commit', 'Utf8', false],
@@ -48,6 +54,9 @@ describe('worktrees schema', () => {
       ['ms', 'Float64', false],
       ['bytes', 'Float64', false],
       ['error', 'Utf8', true],
+      ['errorCode', 'Utf8', true],
+      ['bugPatchSha256', 'Utf8', true],
+      ['patchedFrom', 'Utf8', true],
     ]);
   });
 

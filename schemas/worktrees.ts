@@ -41,15 +41,41 @@ export const worktreeColumns = columns({
   /** Disk bytes of the checkout (du-like, allocated blocks), excluding the shared bare repository. */
   bytes: float64(z.number().nonnegative()),
   error: nullable(utf8()),
+  /** What kind of failure (`mirror-missing`, `repo-unreachable`, `patch-failed`, …): a name to count drops by. */
+  errorCode: nullable(utf8()),
+  /** For a `use_patch` request: the sha256 of the bug patch applied (null otherwise). */
+  bugPatchSha256: nullable(utf8()),
+  /** For a `use_patch` request: the repository head the patch was applied to; `commit` is the patched commit. */
+  patchedFrom: nullable(utf8()),
 });
 export const WorktreeResultSchema = worktreeColumns.zod;
 export type WorktreeResult = z.infer<typeof WorktreeResultSchema>;
 
-export const WorktreeRequestSchema = z.object({ repo: z.string().min(1), commit: z.string().min(1) });
+/**
+ * One tree to materialize: `repo` at `commit`, or, with `bugPatch` (CodeScout's `use_patch` instances), the
+ * repository's head with the patch applied; `commit` is then HEAD_COMMIT until the head is resolved.
+ */
+export const WorktreeRequestSchema = z.object({
+  repo: z.string().min(1),
+  commit: z.string().min(1),
+  bugPatch: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), text: z.string().min(1) }).optional(),
+});
 export type WorktreeRequest = z.infer<typeof WorktreeRequestSchema>;
 
+/** The `commit` of a request (and of its failed row) for the repository's head, resolved when materialized. */
+export const HEAD_COMMIT = 'HEAD';
+
+/**
+ * The identity of a requested tree, shared by samples, requests and result rows: `owner/name@<commit>`, or for
+ * a use_patch tree `owner/name@HEAD+<patch sha256>` (its head is resolved once per repository and pinned).
+ */
+export function treeKey(t: { repo: string; commit?: string | null; bugPatchSha256?: string | null }): string {
+  return t.bugPatchSha256 ? `${t.repo}@${HEAD_COMMIT}+${t.bugPatchSha256}` : `${t.repo}@${t.commit ?? ''}`;
+}
+
 export const WORKTREES_SCHEMA_NAME = 'worktrees';
-export const WORKTREES_SCHEMA_VERSION = 1;
+/** 2: errorCode, bugPatchSha256, patchedFrom. */
+export const WORKTREES_SCHEMA_VERSION = 2;
 
 export const worktreesArrowSchema = worktreeColumns.arrowSchema({
   schemaName: WORKTREES_SCHEMA_NAME,

@@ -1,6 +1,6 @@
 import { readArtifactRows, readRows } from '../artifacts';
 import type { JudgeCounts } from '../../schemas/catm';
-import { parseInstanceRecord } from '../../schemas/instances';
+import { parseInstanceRecord, problemStatementOf } from '../../schemas/instances';
 import { JudgementSchema, keepsFile, type JudgeVerdict, type Judgement } from '../../schemas/judge';
 import { MinedCandidateSchema, type MinedCandidate } from '../../schemas/mining';
 import { judgementKey } from './judge-run';
@@ -17,7 +17,7 @@ export async function problemStatements(instancesPath: string, wanted: ReadonlyS
   for await (const record of readRows(instancesPath)) {
     const parsed = parseInstanceRecord(record, `instances ${instancesPath}`);
     if (parsed.ok && wanted.has(parsed.instance.instance_id))
-      statements.set(parsed.instance.instance_id, parsed.instance.problem_statement);
+      statements.set(parsed.instance.instance_id, problemStatementOf(parsed.instance) ?? '');
   }
   return statements;
 }

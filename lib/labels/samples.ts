@@ -1,4 +1,5 @@
-import { parseInstanceRecord, type InstanceRow } from '../../schemas/instances';
+import { createHash } from 'node:crypto';
+import { parseInstanceRecord, problemStatementOf, type InstanceRow } from '../../schemas/instances';
 import type { RowRecord } from '../../schemas/rows';
 import {
   INSTANCE_SKIP_REASONS,
@@ -9,9 +10,14 @@ import {
   type SamplesSummary,
 } from '../../schemas/samples';
 import { normalizeRepoPath } from '../paths/normalize';
+import { targetsFromFileChanges } from '../patch/codescout-layout';
 import { goldFilesFromPatch } from '../patch/parse-diff';
 
 const MAX_EXAMPLES = 50;
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
 
 /**
  * G(x) = Gpatch(x) ∪ {f ∈ L(x) : w_f ≥ 0.15} (CodeGrep §3.4, "Ground truth structure"): gold files first, in
@@ -115,11 +121,14 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
     const targetFiles = mergeTargetFiles(goldFiles, catmFiles);
     if (catmFiles.length > 0) counts.samplesWithCatm++;
     counts.catmOnlyTargets += targetFiles.length - goldFiles.length;
+    const usePatch = instance.use_patch === true;
     return {
       instanceId: instance.instance_id,
       repo: instance.repo,
-      baseCommit: instance.base_commit,
-      problemStatement: instance.problem_statement,
+      baseCommit: usePatch ? null : instance.base_commit!,
+      problemStatement: problemStatementOf(instance)!,
+      bugPatch: usePatch ? instance.patch : null,
+      bugPatchSha256: usePatch ? sha256Hex(instance.patch) : null,
       goldFiles,
       catmFiles,
       targetFiles,
@@ -146,6 +155,10 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
       let goldFiles: string[];
       try {
         goldFiles = goldFilesFromPatch(instance.patch);
+        // A use_patch row's `patch` introduces the bug; the files the fix must touch are its `file_changes`
+        // (CodeScout's `target`), the same files when both are there.
+        const labelled = instance.use_patch === true ? targetsFromFileChanges(instance.file_changes ?? []).files : [];
+        if (labelled.length > 0) goldFiles = labelled;
       } catch (err) {
         skip(
           'unparseablePatch',
@@ -183,4 +196,25 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
       examples: examples.map((e) => ({ ...e })),
     }),
   };
+}
+
+/**
+ * Why a samples pass that read instance rows wrote none, or null when it wrote some (or read none): every skip
+ * reason with its count, then the first examples, e.g. `no sample from the 100 rows of instances x.parquet:
+ * skipped missingOrInvalid:base_commit 100 (row 1: column base_commit: …)`. A stage that turned a non-empty
+ * input into nothing has failed, whatever its exit status would otherwise say.
+ */
+export function noSamplesMessage(summary: SamplesSummary, source: string): string | null {
+  if (summary.samplesWritten > 0 || summary.instancesRead === 0) return null;
+  const reasons = Object.entries(summary.instancesSkipped)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `${reason} ${n}`);
+  const firstOf = new Map<string, string>();
+  for (const e of summary.examples) if (!firstOf.has(e.reason)) firstOf.set(e.reason, e.detail);
+  const examples = [...firstOf.values()].slice(0, 3);
+  return (
+    `no sample from the ${summary.instancesRead} rows of ${source}: skipped ${reasons.join(', ') || 'none (no row was usable)'}` +
+    (examples.length > 0 ? `. First of each: ${examples.join('; ')}` : '')
+  );
 }

@@ -1,5 +1,5 @@
 import { readRows } from '../artifacts';
-import { git } from '../worktrees/git';
+import { git, runGit } from '../worktrees/git';
 import type { GroundTruthSummary } from '../../schemas/environment';
 import type { GroundTruth } from '../../schemas/ground-truth';
 import { parseInstanceRecord, type FileChange } from '../../schemas/instances';
@@ -26,6 +26,20 @@ const emptyTruth: GroundTruth = {
  */
 export function preImageReader(worktree: string): ReadPreImage {
   return (file) => git(['-C', worktree, 'cat-file', 'blob', `HEAD:${file}`], { timeoutMs: PRE_IMAGE_TIMEOUT_MS }).catch(() => null);
+}
+
+/**
+ * The fix of a use_patch worktree (HEAD = head + bug patch, lib/worktrees/patched.ts): `git diff HEAD HEAD~1`,
+ * the bug patch reversed, whose pre-image is the tree the agent searches. Hardened: the tree comes from an
+ * outside repository. undefined when git cannot produce it (the sample then says why it has no ground truth).
+ */
+export async function fixPatchOf(worktree: string): Promise<string | undefined> {
+  const r = await runGit(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', 'HEAD', 'HEAD~1'], {
+    cwd: worktree,
+    timeoutMs: PRE_IMAGE_TIMEOUT_MS,
+    hardened: true,
+  }).catch(() => undefined);
+  return r !== undefined && r.code === 0 && r.stdout !== '' ? r.stdout : undefined;
 }
 
 /** The gold patch and, for CodeScout-layout instances, the `file_changes` labels of the `wanted` instances. */
@@ -68,6 +82,7 @@ export async function sampleGroundTruth(
   labelled: readonly FileChange[] | undefined,
   worktree: string,
   summary: GroundTruthSummary,
+  opts: { filesFromLabels?: boolean } = {},
 ): Promise<{ truth: GroundTruth; error: string | null }> {
   if (!patch) {
     summary.patchErrors++;
@@ -79,6 +94,8 @@ export async function sampleGroundTruth(
     if (labelled) {
       const targets = targetsFromFileChanges(labelled);
       truth = { ...truth, modules: targets.modules, functions: targets.functions };
+      // use_patch instances: CodeScout's `target` (= file_changes) is the ground truth at every level.
+      if (opts.filesFromLabels && targets.files.length > 0) truth = { ...truth, files: targets.files };
       summary.fromFileChanges++;
     }
     summary.withGroundTruth++;

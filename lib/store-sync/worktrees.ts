@@ -1,8 +1,7 @@
 import path from 'node:path';
 import { readRows } from '../artifacts';
 import { materializeAll } from '../worktrees';
-import type { RepoSource } from '../../schemas/worktrees';
-import type { WorktreeResult } from '../../schemas/worktrees';
+import { HEAD_COMMIT, treeKey, type RepoSource, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
 
 export interface NodeWorktrees {
   /** The node-local worktree of a samples row (by its repo and base commit), or null when it could not be made. */
@@ -22,17 +21,22 @@ export async function materializeSampleWorktrees(
   samplesUri: string,
   options: { repoSource: RepoSource; dataDir: string; signal?: AbortSignal; concurrencyAcrossRepos?: number },
 ): Promise<NodeWorktrees> {
-  const requests: { repo: string; commit: string }[] = [];
+  const requests: WorktreeRequest[] = [];
   const seen = new Set<string>();
   for await (const record of readRows(samplesUri)) {
     if ('error' in record) continue;
     const row = record.row as Record<string, unknown>;
     if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string' || row.worktreePath === null || row.worktreePath === undefined)
       continue;
-    const key = `${row.repo}@${row.baseCommit}`;
+    const key = rowTreeKey(row)!;
     if (seen.has(key)) continue;
     seen.add(key);
-    requests.push({ repo: row.repo, commit: row.baseCommit });
+    // A use_patch row is remade from its patch (the patched commit exists only where it was made).
+    requests.push(
+      typeof row.bugPatch === 'string' && typeof row.bugPatchSha256 === 'string'
+        ? { repo: row.repo, commit: HEAD_COMMIT, bugPatch: { sha256: row.bugPatchSha256, text: row.bugPatch } }
+        : { repo: row.repo, commit: row.baseCommit },
+    );
   }
   const results = await materializeAll(requests, {
     source: options.repoSource,
@@ -45,12 +49,17 @@ export async function materializeSampleWorktrees(
   const failed: string[] = [];
   for (const result of results) {
     if (result.status === 'failed') failed.push(`${result.repo}@${result.commit}: ${result.error}`);
-    else byKey.set(`${result.repo}@${result.commit}`, result.path);
+    else byKey.set(treeKey(result), result.path);
   }
   return {
-    worktreePath: (row) =>
-      typeof row.repo === 'string' && typeof row.baseCommit === 'string' ? (byKey.get(`${row.repo}@${row.baseCommit}`) ?? null) : null,
+    worktreePath: (row) => byKey.get(rowTreeKey(row) ?? '') ?? null,
     results,
     failed,
   };
+}
+
+/** The tree a samples row needs (schemas/worktrees.ts treeKey); null for a row without repo and commit. */
+function rowTreeKey(row: Record<string, unknown>): string | null {
+  if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string') return null;
+  return treeKey({ repo: row.repo, commit: row.baseCommit, bugPatchSha256: typeof row.bugPatchSha256 === 'string' ? row.bugPatchSha256 : null });
 }

@@ -9,6 +9,8 @@ export type WorktreeErrorCode =
   | 'bad-source'
   | 'repo-unreachable'
   | 'commit-missing'
+  | 'no-head'
+  | 'patch-failed'
   | 'git-failed'
   | 'git-timeout'
   | 'lock-timeout'
@@ -20,10 +22,17 @@ export class WorktreeError extends Error {
   readonly retryable: boolean;
   readonly repo: string | undefined;
   readonly commit: string | undefined;
+  /** A finer name than `code` for counting failures, e.g. `mirror-missing` for a `repo-unreachable` mirror dir. */
+  readonly reason: string;
 
-  constructor(code: WorktreeErrorCode, message: string, opts: { retryable: boolean; repo?: string; commit?: string; cause?: unknown }) {
+  constructor(
+    code: WorktreeErrorCode,
+    message: string,
+    opts: { retryable: boolean; repo?: string; commit?: string; cause?: unknown; reason?: string },
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
+    this.reason = opts.reason ?? code;
     this.retryable = opts.retryable;
     this.repo = opts.repo;
     this.commit = opts.commit;
@@ -32,6 +41,11 @@ export class WorktreeError extends Error {
 
 export function isWorktreeError(e: unknown): e is WorktreeError {
   return e instanceof WorktreeError;
+}
+
+/** The name a failure is counted under: the WorktreeError's reason, `error` for anything else. */
+export function errorCode(e: unknown): string {
+  return e instanceof WorktreeError ? e.reason : 'error';
 }
 
 export function errorMessage(e: unknown): string {

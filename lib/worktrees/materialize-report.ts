@@ -1,22 +1,35 @@
 import { DROPPED_LISTED, type DroppedSample, type MaterializeSummary } from '../../schemas/environment';
-import { REPO_SOURCE_CONFIG_KEY, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
+import { HEAD_COMMIT, REPO_SOURCE_CONFIG_KEY, treeKey, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
 import type { DiskSummary } from './disk-summary';
 
 /** What the environment stage's worktrees step reports: requests from samples, dropped samples, summary, failure text. */
 
-/** One request per distinct (repo, commit) of the samples, and the instance ids of each `repo@commit`, in sample order. */
+/**
+ * One request per distinct tree of the samples (`treeKey`: repo@commit, or repo@HEAD+patch sha256 for a
+ * use_patch sample), and the instance ids of each tree, in sample order.
+ */
 export async function worktreeRequests(
-  samples: AsyncIterable<{ instanceId: string; repo: string; baseCommit: string }>,
+  samples: AsyncIterable<{
+    instanceId: string;
+    repo: string;
+    baseCommit: string | null;
+    bugPatch?: string | null;
+    bugPatchSha256?: string | null;
+  }>,
 ): Promise<{ requests: WorktreeRequest[]; samplesByCommit: Map<string, string[]> }> {
   const requests: WorktreeRequest[] = [];
   const samplesByCommit = new Map<string, string[]>();
   for await (const sample of samples) {
-    const key = `${sample.repo}@${sample.baseCommit}`;
+    const key = treeKey(sample);
     const ids = samplesByCommit.get(key);
     if (ids) ids.push(sample.instanceId);
     else {
       samplesByCommit.set(key, [sample.instanceId]);
-      requests.push({ repo: sample.repo, commit: sample.baseCommit });
+      requests.push(
+        sample.bugPatch && sample.bugPatchSha256
+          ? { repo: sample.repo, commit: HEAD_COMMIT, bugPatch: { sha256: sample.bugPatchSha256, text: sample.bugPatch } }
+          : { repo: sample.repo, commit: sample.baseCommit ?? '' },
+      );
     }
   }
   return { requests, samplesByCommit };
@@ -25,11 +38,12 @@ export async function worktreeRequests(
 /** The samples of every commit that could not be materialized, with the reason. */
 export function droppedSamples(failures: readonly WorktreeResult[], samplesByCommit: ReadonlyMap<string, string[]>): DroppedSample[] {
   return failures.flatMap((r) =>
-    (samplesByCommit.get(`${r.repo}@${r.commit}`) ?? []).map((instanceId) => ({
+    (samplesByCommit.get(treeKey(r)) ?? []).map((instanceId) => ({
       instanceId,
       repo: r.repo,
       commit: r.commit,
-      reason: r.error ?? 'failed',
+      // Named first (mirror-missing, repo-unreachable, patch-failed, …), so drops can be counted by kind.
+      reason: r.errorCode ? `${r.errorCode}: ${r.error ?? 'failed'}` : (r.error ?? 'failed'),
     })),
   );
 }

@@ -1,8 +1,9 @@
 import type { WorktreeRequest, WorktreeResult } from '../../schemas/worktrees';
-import { DEFAULT_REPO_SOURCE } from '../../schemas/worktrees';
+import { DEFAULT_REPO_SOURCE, HEAD_COMMIT } from '../../schemas/worktrees';
 import { ensureBareClone } from './bare-clone';
-import { WorktreeError, errorMessage } from './errors';
+import { WorktreeError, errorCode, errorMessage } from './errors';
 import { worktreePath } from './layout';
+import { ensurePatchedWorktree, type BugPatch } from './patched';
 import { parseCommit, parseRepoName } from './repo-name';
 import { ensureWorktree, type WorktreeOptions } from './worktree';
 
@@ -37,18 +38,24 @@ export async function materializeAll(requests: WorktreeRequest[], opts: Material
     }
   };
 
-  // Group by repository, deduplicating commits; bad names fail here without touching git.
-  const byRepo = new Map<string, Map<string, string[]>>();
+  // Group by repository, deduplicating commits (and bug patches); bad names fail here without touching git.
+  const byRepo = new Map<string, RepoWork>();
   requests.forEach((req, i) => {
     const key = `${i}`;
     try {
       const repo = parseRepoName(req.repo);
+      const work = byRepo.get(repo.repo) ?? { commits: new Map<string, string[]>(), patches: new Map<string, PatchWork>() };
+      byRepo.set(repo.repo, work);
+      if (req.bugPatch) {
+        const entry = work.patches.get(req.bugPatch.sha256) ?? { patch: req.bugPatch, keys: [] };
+        work.patches.set(req.bugPatch.sha256, entry);
+        entry.keys.push(key);
+        return;
+      }
       const commit = parseCommit(req.commit, repo.repo);
-      const commits = byRepo.get(repo.repo) ?? new Map<string, string[]>();
-      byRepo.set(repo.repo, commits);
-      commits.set(commit, [...(commits.get(commit) ?? []), key]);
+      work.commits.set(commit, [...(work.commits.get(commit) ?? []), key]);
     } catch (e) {
-      record([key], failed(String(req.repo), String(req.commit), '', e, performance.now() - started));
+      record([key], failed(String(req.repo), String(req.commit), '', e, performance.now() - started, req.bugPatch?.sha256));
     }
   });
 
@@ -58,8 +65,8 @@ export async function materializeAll(requests: WorktreeRequest[], opts: Material
     for (;;) {
       const item = repos[next++];
       if (!item) return;
-      const [repo, commits] = item;
-      await materializeRepo(repo, commits, opts, record);
+      const [repo, work] = item;
+      await materializeRepo(repo, work, opts, record);
     }
   };
   const width = Math.max(1, Math.min(opts.concurrencyAcrossRepos ?? 4, repos.length));
@@ -68,12 +75,22 @@ export async function materializeAll(requests: WorktreeRequest[], opts: Material
   if (opts.signal?.aborted) {
     throw new WorktreeError('aborted', `materialization aborted after ${done} of ${total} requests`, { retryable: true });
   }
-  return requests.map((req, i) => results.get(`${i}`) ?? failed(req.repo, req.commit, '', 'no result', 0));
+  return requests.map((req, i) => results.get(`${i}`) ?? failed(req.repo, req.commit, '', 'no result', 0, req.bugPatch?.sha256));
+}
+
+interface PatchWork {
+  patch: BugPatch;
+  keys: string[];
+}
+interface RepoWork {
+  commits: Map<string, string[]>;
+  /** use_patch trees of this repository's head, by patch sha256. */
+  patches: Map<string, PatchWork>;
 }
 
 async function materializeRepo(
   repo: string,
-  commits: Map<string, string[]>,
+  { commits, patches }: RepoWork,
   opts: MaterializeOptions,
   record: (keys: string[], r: WorktreeResult) => void,
 ): Promise<void> {
@@ -84,6 +101,7 @@ async function materializeRepo(
   } catch (e) {
     const ms = performance.now() - clone;
     for (const [commit, keys] of commits) record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, ms));
+    for (const [sha, { keys }] of patches) record(keys, failed(repo, HEAD_COMMIT, '', e, ms, sha));
     return;
   }
   // A repository that turns out unreachable at its first fetch fails its remaining commits with that error,
@@ -101,14 +119,52 @@ async function materializeRepo(
     }
     try {
       const w = await ensureWorktree(repo, commit, opts);
-      record(keys, { repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
+      record(keys, { ...NOT_PATCHED, repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
     } catch (e) {
       if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
       record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, performance.now() - t0));
     }
   }
+  for (const [sha, { patch, keys }] of patches) {
+    const t0 = performance.now();
+    if (opts.signal?.aborted || unreachable) {
+      record(keys, failed(repo, HEAD_COMMIT, '', unreachable ?? 'aborted', 0, sha));
+      continue;
+    }
+    try {
+      const w = await ensurePatchedWorktree(repo, patch, opts);
+      record(keys, {
+        repo,
+        commit: w.commit,
+        path: w.path,
+        status: w.status,
+        ms: w.ms,
+        bytes: w.bytes,
+        error: null,
+        errorCode: null,
+        bugPatchSha256: sha,
+        patchedFrom: w.patchedFrom,
+      });
+    } catch (e) {
+      if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
+      record(keys, failed(repo, HEAD_COMMIT, '', e, performance.now() - t0, sha));
+    }
+  }
 }
 
-function failed(repo: string, commit: string, path: string, e: unknown, ms: number): WorktreeResult {
-  return { repo, commit, path, status: 'failed', ms, bytes: 0, error: errorMessage(e) };
+const NOT_PATCHED = { errorCode: null, bugPatchSha256: null, patchedFrom: null };
+
+function failed(repo: string, commit: string, path: string, e: unknown, ms: number, bugPatchSha256?: string): WorktreeResult {
+  return {
+    repo,
+    commit,
+    path,
+    status: 'failed',
+    ms,
+    bytes: 0,
+    error: errorMessage(e),
+    errorCode: errorCode(e),
+    bugPatchSha256: bugPatchSha256 ?? null,
+    patchedFrom: null,
+  };
 }

@@ -22,7 +22,7 @@ beforeAll(async () => {
   requests = [];
   for await (const record of readRows(path.join(repoRoot, 'data/sample/instances.jsonl'))) {
     const parsed = parseInstanceRecord(record);
-    if (parsed.ok && WANTED.has(parsed.instance.repo)) requests.push({ repo: parsed.instance.repo, commit: parsed.instance.base_commit });
+    if (parsed.ok && WANTED.has(parsed.instance.repo)) requests.push({ repo: parsed.instance.repo, commit: parsed.instance.base_commit! });
   }
 });
 afterAll(async () => {

@@ -42,7 +42,7 @@ export async function resolveRemote(repo: RepoName, source: RepoSource): Promise
     `no local mirror of ${repo.repo}: looked for ${candidates.join(' and ')}; ` +
       `create one with \`git clone --bare https://github.com/${repo.repo}.git ${candidates[0]}\` ` +
       `or point ${REPO_SOURCE_CONFIG_KEY} ({ kind: 'mirror-dir', dir }) at a directory that has it`,
-    { retryable: false, repo: repo.repo },
+    { retryable: false, repo: repo.repo, reason: 'mirror-missing' },
   );
 }
 

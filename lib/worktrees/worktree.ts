@@ -51,7 +51,13 @@ export async function ensureWorktree(repo: string, commit: string, opts: Worktre
   });
 }
 
-async function ensureWorktreeLocked(repo: RepoName, commit: string, source: RepoSource, opts: WorktreeOptions): Promise<EnsuredWorktree> {
+/** `ensureWorktree` for a caller that already holds the repository lock (lib/worktrees/patched.ts). */
+export async function ensureWorktreeLocked(
+  repo: RepoName,
+  commit: string,
+  source: RepoSource,
+  opts: WorktreeOptions,
+): Promise<EnsuredWorktree> {
   const started = performance.now();
   const { path: bare } = await ensureBareCloneLocked(repo, source, opts.cacheDir, opts);
   const wt = worktreePath(opts.worktreesDir, repo, commit);

@@ -145,6 +145,23 @@ describe('bad inputs', () => {
     expect(collectMessages(error)).toMatch(/\.jsonl.*\.parquet/);
   });
 
+  it('instances that all fail to parse fail the stage with the skip reasons counted (no ✓ with 0 samples)', async () => {
+    // Three rows as CodeScout's SWE-Smith files had them before use_patch was read: no base_commit.
+    const rows = readFileSync(instances, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(0, 3)
+      .map((line) => JSON.stringify({ ...(JSON.parse(line) as Record<string, unknown>), base_commit: null }));
+    const broken = path.join(work, 'no-base-commit.jsonl');
+    writeFileSync(broken, rows.join('\n') + '\n');
+    const error = await runPipeline('it-no-samples', { inputs: { trajectories, instances: broken } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    const message = collectMessages(error);
+    expect(message).toContain('no sample from the 3 rows of instances');
+    expect(message).toContain('missingOrInvalid:base_commit 3');
+    expect(message).toContain('null only with use_patch: true');
+  });
+
   it('an empty file and a truncated last line are counted, not fatal', async () => {
     const empty = path.join(work, 'empty.jsonl');
     writeFileSync(empty, '');
