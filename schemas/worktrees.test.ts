@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { readParquetObjects, readParquetTable, writeParquetArtifact } from '../lib/artifacts';
 import {
   RepoSourceSchema,
+  treeKey,
   WORKTREES_SCHEMA_NAME,
   WORKTREES_SCHEMA_VERSION,
   WorktreeResultSchema,
@@ -73,9 +74,9 @@ describe('worktrees schema', () => {
         inputs: [],
         configHash: 'f'.repeat(64),
       });
-      expect(ref).toMatchObject({ rows: 3, schema: 'worktrees', schemaVersion: 1 });
+      expect(ref).toMatchObject({ rows: 3, schema: 'worktrees', schemaVersion: 2 });
       const table = await readParquetTable(uri);
-      expect(table.schema.fields.map((f) => String(f.type))).toEqual(['Utf8', 'Utf8', 'Utf8', 'Utf8', 'Float64', 'Float64', 'Utf8']);
+      expect(table.schema.fields.map((f) => String(f.type))).toEqual(['Utf8', 'Utf8', 'Utf8', 'Utf8', 'Float64', 'Float64', 'Utf8', 'Utf8', 'Utf8', 'Utf8']);
       expect((await readParquetObjects(uri)).map((r) => WorktreeResultSchema.parse(r))).toEqual(rows);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
@@ -90,5 +91,17 @@ describe('worktrees schema', () => {
     expect(RepoSourceSchema.safeParse({ kind: 'url', template: 'https://h/{owner}/{name}.git' }).success).toBe(true);
     expect(RepoSourceSchema.safeParse({ kind: 'mirror-dir', dir: '' }).success).toBe(false);
     expect(RepoSourceSchema.safeParse({ kind: 'ftp', dir: '/x' }).success).toBe(false);
+  });
+});
+
+describe('treeKey: the identity of a requested tree', () => {
+  it('is repo@commit for a commit (row or sample alike) and repo@HEAD+sha256 for a use_patch tree', () => {
+    const sha = 'f'.repeat(64);
+    expect(treeKey({ repo: 'a/b', commit: 'c'.repeat(40) })).toBe(`a/b@${'c'.repeat(40)}`);
+    expect(treeKey({ repo: 'a/b', baseCommit: 'c'.repeat(40), bugPatchSha256: null })).toBe(`a/b@${'c'.repeat(40)}`);
+    expect(treeKey({ repo: 'a/b', baseCommit: 'd'.repeat(40) })).not.toBe(treeKey({ repo: 'a/b', baseCommit: 'c'.repeat(40) }));
+    // A use_patch sample (no commit yet) and its worktree row (the patched commit) name the same tree.
+    expect(treeKey({ repo: 'a/b', baseCommit: null, bugPatchSha256: sha })).toBe(`a/b@HEAD+${sha}`);
+    expect(treeKey({ repo: 'a/b', commit: 'e'.repeat(40), bugPatchSha256: sha })).toBe(`a/b@HEAD+${sha}`);
   });
 });

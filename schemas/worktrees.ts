@@ -69,8 +69,11 @@ export const HEAD_COMMIT = 'HEAD';
  * The identity of a requested tree, shared by samples, requests and result rows: `owner/name@<commit>`, or for
  * a use_patch tree `owner/name@HEAD+<patch sha256>` (its head is resolved once per repository and pinned).
  */
-export function treeKey(t: { repo: string; commit?: string | null; bugPatchSha256?: string | null }): string {
-  return t.bugPatchSha256 ? `${t.repo}@${HEAD_COMMIT}+${t.bugPatchSha256}` : `${t.repo}@${t.commit ?? ''}`;
+export function treeKey(
+  t: { repo: string; bugPatchSha256?: string | null } & ({ commit: string } | { baseCommit: string | null }),
+): string {
+  if (t.bugPatchSha256) return `${t.repo}@${HEAD_COMMIT}+${t.bugPatchSha256}`;
+  return `${t.repo}@${'commit' in t ? t.commit : (t.baseCommit ?? '')}`;
 }
 
 export const WORKTREES_SCHEMA_NAME = 'worktrees';

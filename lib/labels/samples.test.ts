@@ -203,13 +203,15 @@ describe('buildSamples on SWE-bench Verified and the mined sample', () => {
       'missingOrInvalid:problem_statement': 0,
       'missingOrInvalid:patch': 0,
       'missingOrInvalid:file_changes': 0,
+      'missingOrInvalid:use_patch': 0,
+      'missingOrInvalid:prompt': 0,
       duplicateInstanceId: 1,
       unparseablePatch: 1,
     });
     expect(summary.samplesWritten + Object.values(summary.instancesSkipped).reduce((a, b) => a + b, 0)).toBe(summary.instancesRead);
     const details = summary.examples.map((e) => `${e.ordinal} ${e.reason}: ${e.detail}`);
     expect(details).toContainEqual(
-      `3 missingOrInvalid:base_commit: ${file} row 3: column base_commit: expected a full 40-hex-digit commit id (got "abc123")`,
+      `3 missingOrInvalid:base_commit: ${file} row 3: column base_commit: expected a full 40-hex-digit commit id (null only with use_patch: true) (got "abc123")`,
     );
     expect(details.find((d) => d.startsWith('4 '))).toMatch(/row 4: column instance_id: .*\(missing\)/);
     expect(details.find((d) => d.startsWith('5 '))).toMatch(/row 5 \(django__django-14007\): column patch: /);

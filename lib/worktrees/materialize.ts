@@ -1,7 +1,9 @@
 import type { WorktreeRequest, WorktreeResult } from '../../schemas/worktrees';
 import { DEFAULT_REPO_SOURCE, HEAD_COMMIT } from '../../schemas/worktrees';
 import { ensureBareClone } from './bare-clone';
+import { enforceWorktreeBudget, type BudgetResult } from './budget';
 import { WorktreeError, errorCode, errorMessage } from './errors';
+import { holdWorktrees, type WorktreeHold } from './holds';
 import { worktreePath } from './layout';
 import { ensurePatchedWorktree, type BugPatch } from './patched';
 import { parseCommit, parseRepoName } from './repo-name';
@@ -17,6 +19,13 @@ export interface MaterializeOptions extends WorktreeOptions {
   /** Repositories worked on at once (default 4). Within one repository, `worktree add` runs one at a time. */
   concurrencyAcrossRepos?: number;
   onProgress?: (p: MaterializeProgress) => void;
+  /**
+   * `environment.maxWorktreeBytes`: after each worktree it makes, the least recently used idle worktrees of
+   * `worktreesDir` are removed until the checkouts fit (lib/worktrees/budget.ts). The worktrees this call
+   * materializes are held (lib/worktrees/holds.ts) until it returns, so they are never among them.
+   */
+  maxWorktreeBytes?: number;
+  onBudget?: (r: BudgetResult) => void;
 }
 
 /**
@@ -59,6 +68,21 @@ export async function materializeAll(requests: WorktreeRequest[], opts: Material
     }
   });
 
+  // Every worktree this call makes or reuses is held until it returns: no budget (ours or another run's on
+  // the same worktreesDir) prunes it meanwhile.
+  const holds: WorktreeHold[] = [];
+  let budgetChain: Promise<void> = Promise.resolve();
+  const ready = async (made: { path: string; status: WorktreeResult['status'] }) => {
+    holds.push(await holdWorktrees([made.path], opts));
+    const maxBytes = opts.maxWorktreeBytes;
+    if (maxBytes === undefined || made.status === 'reused') return;
+    budgetChain = budgetChain.then(async () => {
+      const r = await enforceWorktreeBudget({ ...opts, maxBytes });
+      opts.onBudget?.(r);
+    });
+    await budgetChain;
+  };
+
   const repos = [...byRepo.entries()];
   let next = 0;
   const worker = async () => {
@@ -66,11 +90,15 @@ export async function materializeAll(requests: WorktreeRequest[], opts: Material
       const item = repos[next++];
       if (!item) return;
       const [repo, work] = item;
-      await materializeRepo(repo, work, opts, record);
+      await materializeRepo(repo, work, opts, record, ready);
     }
   };
   const width = Math.max(1, Math.min(opts.concurrencyAcrossRepos ?? 4, repos.length));
-  await Promise.all(Array.from({ length: width }, worker));
+  try {
+    await Promise.all(Array.from({ length: width }, worker));
+  } finally {
+    await Promise.all(holds.map((h) => h.release()));
+  }
 
   if (opts.signal?.aborted) {
     throw new WorktreeError('aborted', `materialization aborted after ${done} of ${total} requests`, { retryable: true });
@@ -93,6 +121,7 @@ async function materializeRepo(
   { commits, patches }: RepoWork,
   opts: MaterializeOptions,
   record: (keys: string[], r: WorktreeResult) => void,
+  ready: (made: { path: string; status: WorktreeResult['status'] }) => Promise<void>,
 ): Promise<void> {
   const name = parseRepoName(repo);
   const clone = performance.now();
@@ -119,6 +148,7 @@ async function materializeRepo(
     }
     try {
       const w = await ensureWorktree(repo, commit, opts);
+      await ready(w);
       record(keys, { ...NOT_PATCHED, repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
     } catch (e) {
       if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
@@ -133,6 +163,7 @@ async function materializeRepo(
     }
     try {
       const w = await ensurePatchedWorktree(repo, patch, opts);
+      await ready(w);
       record(keys, {
         repo,
         commit: w.commit,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParquetObjects } from '../../lib/artifacts';
 import { pipelineOutcome } from '../../cli/pipeline-outcome';
 import type { PipelineResult } from '../../workflows/pipeline';
+import { buildSweSmithFixture } from '../fixtures/codescout/swe-smith';
 import { buildFixtureRepo, git, type FixtureInstance } from '../support/fixture-repos';
 import { startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
 
@@ -158,5 +159,44 @@ describe('environment stage on the real dev server', () => {
     expect(failed).toBe(true);
     expect(result.outcomes[1]!.reason!.split('environment.repoSource').length - 1).toBe(1);
     expect(result.environment).toBeNull();
+  });
+
+  it("CodeScout's SWE-Smith Parquet (use_patch): head + bug patch worktrees, ground truth from file_changes, named drops", async () => {
+    const fixture = buildSweSmithFixture(path.join(work, 'swe-smith'));
+    const result = await run('env-swe-smith', {
+      dataDir: path.join(work, 'runs-swe-smith'),
+      inputs: { trajectories: trajectoriesPath, instances: fixture.parquet },
+      environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors }, onUnavailable: 'skip' },
+    });
+    const env = result.environment!;
+    expect(result.catm!.summaryValues.weighting.samplesWritten).toBe(4);
+    expect(env.materialize).toMatchObject({ commits: 4, created: 2, failed: 2, droppedSamples: 2 });
+    expect(env.materialize.dropped.map((d) => [d.instanceId, d.reason.split(':')[0]])).toEqual([
+      ['acme__widgets.0123abcd.lm_rewrite__stale0003', 'patch-failed'],
+      ['acme__absent.deadbeef.lm_rewrite__gone0004', 'mirror-missing'],
+    ]);
+
+    const samples = await readParquetObjects(env.samples.uri);
+    expect(samples.map((s) => s.instanceId)).toEqual([
+      'acme__widgets.0123abcd.lm_rewrite__circ0001',
+      'acme__widgets.0123abcd.func_pm_class_rm_funcs__size0002',
+    ]);
+    const [rewrite, removed] = samples as [Record<string, unknown>, Record<string, unknown>];
+    // The sandbox's usual worktree: <worktreesDir>/<owner>__<name>/<commit>, at the patched commit, head below it.
+    expect(rewrite.worktreePath).toBe(path.join(work, 'runs-swe-smith', 'worktrees', 'swesmith__acme__widgets.0123abcd', rewrite.baseCommit as string));
+    expect(git(rewrite.worktreePath as string, 'rev-parse', 'HEAD', 'HEAD~1').split('\n')).toEqual([rewrite.baseCommit, fixture.head]);
+    expect(rewrite.patchedFrom).toBe(fixture.head);
+    expect(git(rewrite.worktreePath as string, 'show', 'HEAD:widgets/gears.py')).toContain('return math.pi * module\n');
+    expect(rewrite.problemStatement).toBe('Gear.circumference ignores the number of teeth.\n(as the prompt shows it)');
+    expect(rewrite).toMatchObject({
+      groundTruthError: null,
+      gold_files: ['widgets/gears.py'],
+      gold_modules: ['widgets/gears.py:Gear'],
+      gold_functions: ['widgets/gears.py:Gear.circumference'],
+      gold_changed_line_ranges: [{ path: 'widgets/gears.py', start: 9, end: 9 }],
+    });
+    // The fix adds the removed method back: file and class are targets; the added method is not (CodeScout §3.1).
+    expect(removed).toMatchObject({ groundTruthError: null, gold_files: ['widgets/gears.py'], gold_modules: ['widgets/gears.py:Gear'], gold_functions: [] });
+    expect(removed.baseCommit).not.toBe(rewrite.baseCommit);
   });
 });
