@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { hashConfig, readArtifactRows, writeParquetArtifact } from '../lib/artifacts';
-import { diskSummary, materializeAll } from '../lib/worktrees';
-import { droppedSamples, materializeSummary, unavailableMessage, worktreeRequests } from '../lib/worktrees/materialize-report';
+import { diskSummary, materializeAll, runDiskSummary, type BudgetResult } from '../lib/worktrees';
+import { budgetSummary, droppedSamples, materializeSummary, unavailableMessage, worktreeRequests } from '../lib/worktrees/materialize-report';
 import {
   DROPPED_SCHEMA_NAME,
   DROPPED_SCHEMA_VERSION,
@@ -33,6 +33,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
 
   const progress = new ProgressReporter();
   const counts = { created: 0, reused: 0, repaired: 0, failed: 0 };
+  const budgetChecks: BudgetResult[] = [];
   let results;
   try {
     results = await materializeAll(requests, {
@@ -41,6 +42,11 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       worktreesDir,
       concurrencyAcrossRepos: input.environment.concurrencyAcrossRepos,
       signal: Context.current().cancellationSignal,
+      ...(input.environment.maxWorktreeBytes !== undefined ? { maxWorktreeBytes: input.environment.maxWorktreeBytes } : {}),
+      onBudget: (r) => {
+        budgetChecks.push(r);
+        if (r.removed.length > 0) log.info('worktrees: disk budget pruned', { removed: r.removed.length, bytesAfter: r.bytesAfter });
+      },
       onProgress: ({ done, total, result }) => {
         counts[result.status] += 1;
         progress.report({ stage: 'worktrees', done, total, unit: 'commits', counts: { ...counts } });
@@ -74,7 +80,18 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
           configHash: hashConfig({ stage: 'worktrees-dropped', onUnavailable }),
         })
       : null;
-  const summary = materializeSummary(requests, results, counts, await diskSummary({ cacheDir, worktreesDir }), onUnavailable, droppedRows);
+  const summary = materializeSummary(
+    requests,
+    results,
+    counts,
+    await diskSummary({ cacheDir, worktreesDir }),
+    onUnavailable,
+    droppedRows,
+    await runDiskSummary(results, { cacheDir }),
+    budgetSummary(input.environment.maxWorktreeBytes, budgetChecks),
+  );
+  if (summary.budget?.overBudget)
+    log.warn('worktrees: over environment.maxWorktreeBytes with only held or in-use worktrees left', { ...summary.budget });
   progress.report({ stage: 'worktrees', done: results.length, total: results.length, unit: 'commits', counts: { ...counts } });
   await progress.flush();
   log.info('worktrees: done', { ...summary, unreachable: summary.unreachable.length });

@@ -52,6 +52,30 @@ describe('environment summary', () => {
     expect(text).toContain('/runs/demo/environment/dropped.parquet (3 rows)');
     expect(text).toMatch(/ground truth\s+13 of 13 samples/);
   });
+
+  it("shows this run's own disk beside the shared folders', and the budget when set", () => {
+    const MiB = 1024 * 1024;
+    const withRun = {
+      ...environment,
+      materialize: {
+        ...environment.materialize,
+        bareBytes: 988 * MiB,
+        worktreeBytes: 4700 * MiB,
+        estimatedFullClonesBytes: 43800 * MiB,
+        run: { worktrees: 13, worktreeBytes: 185 * MiB, repos: 4, bareBytes: 25 * MiB },
+        budget: { maxBytes: 2048 * MiB, removedWorktrees: 7, removedBytes: 3000 * MiB, bytesAfter: 1700 * MiB, overBudget: false },
+      },
+    } as EnvironmentResult;
+    const text = formatEnvironmentSummary(withRun);
+    expect(text).toMatch(/disk \(this run\)\s+13 worktrees 185\.0 MiB \+ bare 25\.0 MiB \(4 repositories\)/);
+    expect(text).toMatch(/disk \(shared folders\)\s+bare 988\.0 MiB \+ worktrees 4700\.0 MiB vs 43800\.0 MiB as full clones/);
+    expect(text).toMatch(/disk budget\s+2048\.0 MiB for worktrees: 7 idle removed \(3000\.0 MiB\), 1700\.0 MiB now/);
+    expect(text).not.toContain('still over');
+    const over = { ...withRun, materialize: { ...withRun.materialize, budget: { ...withRun.materialize.budget!, overBudget: true } } };
+    expect(formatEnvironmentSummary(over)).toContain('still over: the rest are in use');
+    // A summary from before the run's own figures existed keeps the one shared row.
+    expect(formatEnvironmentSummary(environment)).toMatch(/\bdisk\s+bare /);
+  });
 });
 
 describe('final screen', () => {

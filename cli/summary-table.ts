@@ -65,6 +65,30 @@ function droppedRows(m: EnvironmentResult['materialize']): [string, string][] {
   return rows;
 }
 
+/**
+ * Disk: this run's own trees (its worktrees and the bare repositories they use), then the shared folders every
+ * run adds to (cacheDir, worktreesDir), then the budget when one is set.
+ */
+function diskRows(m: EnvironmentResult['materialize']): [string, string][] {
+  const rows: [string, string][] = [];
+  if (m.run)
+    rows.push([
+      'disk (this run)',
+      `${m.run.worktrees} worktrees ${mib(m.run.worktreeBytes)} + bare ${mib(m.run.bareBytes)} (${m.run.repos} repositories)`,
+    ]);
+  rows.push([
+    m.run ? 'disk (shared folders)' : 'disk',
+    `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`,
+  ]);
+  if (m.budget)
+    rows.push([
+      'disk budget',
+      `${mib(m.budget.maxBytes)} for worktrees: ${m.budget.removedWorktrees} idle removed (${mib(m.budget.removedBytes)}), ${mib(m.budget.bytesAfter)} now` +
+        (m.budget.overBudget ? '; still over: the rest are in use' : ''),
+    ]);
+  return rows;
+}
+
 /** The environment stage: worktrees and ground truth. */
 export function formatEnvironmentSummary(result: EnvironmentResult): string {
   const m = result.materialize;
@@ -75,7 +99,7 @@ export function formatEnvironmentSummary(result: EnvironmentResult): string {
       `${m.commits} in ${m.repos} repositories (${m.created} created, ${m.reused} reused, ${m.repaired} repaired, ${m.failed} failed)`,
     ],
     ['median worktree ready', m.medianMs === null ? '—' : `${m.medianMs.toFixed(0)} ms`],
-    ['disk', `bare ${mib(m.bareBytes)} + worktrees ${mib(m.worktreeBytes)} vs ${mib(m.estimatedFullClonesBytes)} as full clones`],
+    ...diskRows(m),
     ...droppedRows(m),
     ['ground truth', `${g.withGroundTruth} of ${g.samples - g.withoutWorktree} samples (${g.patchErrors} patch errors)`],
     ['files / classes / functions', `${g.files} / ${g.modules} / ${g.functions}`],

@@ -54,6 +54,12 @@ export const EnvironmentConfigSchema = z.object({
    * later stages run on the rest. With no usable sample left the stage fails either way.
    */
   onUnavailable: z.enum(['skip', 'fail']).default('fail'),
+  /**
+   * A disk budget for the checkouts in `worktreesDir` (bytes): after each worktree it makes, the stage removes
+   * the least recently used worktrees that no activity holds until the rest fit (lib/worktrees/budget.ts).
+   * Unset: no budget.
+   */
+  maxWorktreeBytes: z.number().int().positive().optional(),
 });
 export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
 

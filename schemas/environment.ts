@@ -55,6 +55,30 @@ export const droppedArrowSchema = droppedSampleColumns.arrowSchema({
 });
 export type DroppedSample = z.infer<typeof droppedSampleColumns.zod>;
 
+/** The disk this run's own trees take (the shared folders' figures are the summary's bareBytes … savedRatio). */
+export const RunDiskSchema = z.object({
+  /** Distinct worktrees this run materialized or reused. */
+  worktrees: z.number().int(),
+  /** Their checkouts' bytes (measured when each was made). */
+  worktreeBytes: z.number(),
+  /** Repositories of those worktrees. */
+  repos: z.number().int(),
+  /** Their bare repositories' bytes: the whole object store of each, which other runs' commits share. */
+  bareBytes: z.number(),
+});
+export type RunDisk = z.infer<typeof RunDiskSchema>;
+
+/** `environment.maxWorktreeBytes` at work in this stage: what it removed, and whether held worktrees alone exceed it. */
+export const BudgetSummarySchema = z.object({
+  maxBytes: z.number(),
+  removedWorktrees: z.number().int(),
+  removedBytes: z.number(),
+  /** worktreesDir's checkouts after the last check. */
+  bytesAfter: z.number(),
+  overBudget: z.boolean(),
+});
+export type BudgetSummary = z.infer<typeof BudgetSummarySchema>;
+
 export const MaterializeSummarySchema = z.object({
   commits: z.number().int(),
   created: z.number().int(),
@@ -63,6 +87,11 @@ export const MaterializeSummarySchema = z.object({
   failed: z.number().int(),
   repos: z.number().int(),
   medianMs: z.number().nullable(),
+  /** This run's own disk use; absent in summaries written before it was reported. */
+  run: RunDiskSchema.optional(),
+  /** The disk budget, when `environment.maxWorktreeBytes` is set. */
+  budget: BudgetSummarySchema.nullable().optional(),
+  /** The shared folders (every run's bare clones in cacheDir, every worktree in worktreesDir), from here to savedRatio. */
   bareBytes: z.number(),
   worktreeBytes: z.number(),
   estimatedFullClonesBytes: z.number(),

@@ -61,7 +61,7 @@ describe('the worktree disk budget', () => {
     expect(r.overBudget).toBe(false);
     // Gone from disk and from git's worktree list; the held one and the recent ones are intact.
     await expect(fs.access(made[1]!.path)).rejects.toThrow();
-    const listed = (await listWorktrees(path.join(d.cacheDir, 'acme__widgets.git'), parseRepoName('acme/widgets'), T)).map((w) => w.path);
+    const listed = (await listWorktrees(path.join(d.cacheDir, 'acme__widgets.git'), parseRepoName('acme/widgets'), {})).map((w) => w.path);
     expect(listed.sort()).toEqual([made[0]!.path, made[3]!.path, made[4]!.path].sort());
 
     // Everything left is held or too recent to matter: a budget below the held one's size removes all idle

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { diskUsage } from './disk-usage';
 import { CLONE_MARKER } from './layout';
-import { repoFromSlug } from './repo-name';
+import { parseRepoName, repoFromSlug, type RepoName } from './repo-name';
 
 export interface RepoDisk {
   repo: string;
@@ -83,5 +83,39 @@ export async function diskSummary(opts: { cacheDir: string; worktreesDir: string
     estimatedFullClonesBytes: estimate,
     savedRatio: estimate > 0 ? 1 - (bareBytes + worktreeBytes) / estimate : 0,
     repos,
+  };
+}
+
+/**
+ * The disk of one run's trees, beside the shared folders' figures (diskSummary): the distinct worktrees of
+ * `results` that exist, their checkout bytes as measured when made, and the bare repositories they belong to.
+ */
+export async function runDiskSummary(
+  results: readonly { repo: string; path: string; status: string; bytes: number }[],
+  opts: { cacheDir: string },
+): Promise<{ worktrees: number; worktreeBytes: number; repos: number; bareBytes: number }> {
+  const byPath = new Map<string, number>();
+  const repos = new Set<string>();
+  for (const r of results) {
+    if (r.status === 'failed' || r.path === '') continue;
+    byPath.set(path.resolve(r.path), r.bytes);
+    repos.add(r.repo);
+  }
+  const seen = new Set<string>();
+  let bareBytes = 0;
+  for (const repo of [...repos].sort()) {
+    let name: RepoName;
+    try {
+      name = parseRepoName(repo);
+    } catch {
+      continue;
+    }
+    bareBytes += await diskUsage(path.join(path.resolve(opts.cacheDir), `${name.slug}.git`), { seen });
+  }
+  return {
+    worktrees: byPath.size,
+    worktreeBytes: [...byPath.values()].reduce((s, b) => s + b, 0),
+    repos: repos.size,
+    bareBytes,
   };
 }

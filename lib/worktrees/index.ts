@@ -1,5 +1,7 @@
 export { ensureBareClone, CLONE_TIMEOUT_MS, type BareCloneResult, type CommitSource } from './bare-clone';
-export { diskSummary, type DiskSummary, type RepoDisk } from './disk-summary';
+export { enforceWorktreeBudget, type BudgetOptions, type BudgetResult } from './budget';
+export { diskSummary, runDiskSummary, type DiskSummary, type RepoDisk } from './disk-summary';
+export { holdWorktrees, isHeld, type WorktreeHold } from './holds';
 export { diskUsage } from './disk-usage';
 export { WorktreeError, isWorktreeError, type WorktreeErrorCode } from './errors';
 export { bareRepoPath, worktreePath } from './layout';

@@ -1,5 +1,6 @@
-import { DROPPED_LISTED, type DroppedSample, type MaterializeSummary } from '../../schemas/environment';
+import { DROPPED_LISTED, type BudgetSummary, type DroppedSample, type MaterializeSummary, type RunDisk } from '../../schemas/environment';
 import { HEAD_COMMIT, REPO_SOURCE_CONFIG_KEY, treeKey, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
+import type { BudgetResult } from './budget';
 import type { DiskSummary } from './disk-summary';
 
 /** What the environment stage's worktrees step reports: requests from samples, dropped samples, summary, failure text. */
@@ -59,6 +60,8 @@ export function materializeSummary(
   disk: DiskSummary,
   onUnavailable: MaterializeSummary['onUnavailable'],
   dropped: readonly DroppedSample[],
+  run?: RunDisk,
+  budget?: BudgetSummary | null,
 ): MaterializeSummary {
   const okMs = results
     .filter((r) => r.status !== 'failed')
@@ -69,6 +72,8 @@ export function materializeSummary(
     ...counts,
     repos: new Set(requests.map((r) => r.repo)).size,
     medianMs: okMs.length > 0 ? okMs[Math.floor((okMs.length - 1) / 2)]! : null,
+    ...(run ? { run } : {}),
+    ...(budget !== undefined ? { budget } : {}),
     bareBytes: disk.bareBytes,
     worktreeBytes: disk.worktreeBytes,
     estimatedFullClonesBytes: disk.estimatedFullClonesBytes,
@@ -106,4 +111,17 @@ export function unavailableMessage(
     `${mirrors}${onUnavailable === 'fail' ? `, or set environment.onUnavailable: skip to go on with the samples that can be materialized` : ''}. ` +
     `The rows of every commit are in ${worktreesUri}.`
   );
+}
+
+/** What the disk budget did over one materialization (every check it made), or null without a budget. */
+export function budgetSummary(maxBytes: number | undefined, checks: readonly BudgetResult[]): BudgetSummary | null {
+  if (maxBytes === undefined) return null;
+  const last = checks.at(-1);
+  return {
+    maxBytes,
+    removedWorktrees: checks.reduce((s, c) => s + c.removed.length, 0),
+    removedBytes: checks.reduce((s, c) => s + c.removed.reduce((t, r) => t + r.bytes, 0), 0),
+    bytesAfter: last?.bytesAfter ?? 0,
+    overBudget: last?.overBudget ?? false,
+  };
 }

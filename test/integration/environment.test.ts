@@ -166,11 +166,15 @@ describe('environment stage on the real dev server', () => {
     const result = await run('env-swe-smith', {
       dataDir: path.join(work, 'runs-swe-smith'),
       inputs: { trajectories: trajectoriesPath, instances: fixture.parquet },
-      environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors }, onUnavailable: 'skip' },
+      // A budget smaller than one checkout: the stage's own worktrees are held while it runs, so none is pruned.
+      environment: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors }, onUnavailable: 'skip', maxWorktreeBytes: 1 },
     });
     const env = result.environment!;
     expect(result.catm!.summaryValues.weighting.samplesWritten).toBe(4);
     expect(env.materialize).toMatchObject({ commits: 4, created: 2, failed: 2, droppedSamples: 2 });
+    expect(env.materialize.budget).toMatchObject({ maxBytes: 1, removedWorktrees: 0, overBudget: true });
+    expect(env.materialize.run).toMatchObject({ worktrees: 2, repos: 1 });
+    expect(env.materialize.run!.worktreeBytes).toBeGreaterThan(0);
     expect(env.materialize.dropped.map((d) => [d.instanceId, d.reason.split(':')[0]])).toEqual([
       ['acme__widgets.0123abcd.lm_rewrite__stale0003', 'patch-failed'],
       ['acme__absent.deadbeef.lm_rewrite__gone0004', 'mirror-missing'],
