@@ -137,5 +137,6 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
 /** Non-empty instances in, no sample out: the stage failed (NoUsableInstances), the skip reasons counted in its message. */
 function failOnNoSamples(summary: SamplesSummary, source: string): void {
   const message = noSamplesMessage(summary, source);
-  if (message !== null) throw nonRetryable('NoUsableInstances', message, { instancesRead: summary.instancesRead, instancesSkipped: summary.instancesSkipped });
+  if (message !== null)
+    throw nonRetryable('NoUsableInstances', message, { instancesRead: summary.instancesRead, instancesSkipped: summary.instancesSkipped });
 }

@@ -1,7 +1,13 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readArtifactRows, readRows, sourceRef, writeParquetArtifact } from '../lib/artifacts';
-import { emptyGroundTruthSummary, fixPatchOf, goldPatches, sampleGroundTruth, summarizeGroundTruthArtifact } from '../lib/patch/sample-ground-truth';
+import {
+  emptyGroundTruthSummary,
+  fixPatchOf,
+  goldPatches,
+  sampleGroundTruth,
+  summarizeGroundTruthArtifact,
+} from '../lib/patch/sample-ground-truth';
 import {
   ENVIRONMENT_SAMPLES_SCHEMA_NAME,
   ENVIRONMENT_SAMPLES_SCHEMA_VERSION,

@@ -2,7 +2,13 @@ import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { hashConfig, readArtifactRows, writeParquetArtifact } from '../lib/artifacts';
 import { diskSummary, materializeAll, runDiskSummary, type BudgetResult } from '../lib/worktrees';
-import { budgetSummary, droppedSamples, materializeSummary, unavailableMessage, worktreeRequests } from '../lib/worktrees/materialize-report';
+import {
+  budgetSummary,
+  droppedSamples,
+  materializeSummary,
+  unavailableMessage,
+  worktreeRequests,
+} from '../lib/worktrees/materialize-report';
 import {
   DROPPED_SCHEMA_NAME,
   DROPPED_SCHEMA_VERSION,

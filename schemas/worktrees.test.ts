@@ -38,7 +38,18 @@ const rows: WorktreeResult[] = [
     bugPatchSha256: null,
     patchedFrom: null,
   },
-  { repo: 'acme/absent', commit: 'b'.repeat(40), path: '', status: 'failed', ms: 0.5, bytes: 0, error: 'no local mirror of acme/absent', errorCode: 'mirror-missing', bugPatchSha256: null, patchedFrom: null },
+  {
+    repo: 'acme/absent',
+    commit: 'b'.repeat(40),
+    path: '',
+    status: 'failed',
+    ms: 0.5,
+    bytes: 0,
+    error: 'no local mirror of acme/absent',
+    errorCode: 'mirror-missing',
+    bugPatchSha256: null,
+    patchedFrom: null,
+  },
 ];
 
 describe('worktrees schema', () => {
@@ -76,7 +87,18 @@ describe('worktrees schema', () => {
       });
       expect(ref).toMatchObject({ rows: 3, schema: 'worktrees', schemaVersion: 2 });
       const table = await readParquetTable(uri);
-      expect(table.schema.fields.map((f) => String(f.type))).toEqual(['Utf8', 'Utf8', 'Utf8', 'Utf8', 'Float64', 'Float64', 'Utf8', 'Utf8', 'Utf8', 'Utf8']);
+      expect(table.schema.fields.map((f) => String(f.type))).toEqual([
+        'Utf8',
+        'Utf8',
+        'Utf8',
+        'Utf8',
+        'Float64',
+        'Float64',
+        'Utf8',
+        'Utf8',
+        'Utf8',
+        'Utf8',
+      ]);
       expect((await readParquetObjects(uri)).map((r) => WorktreeResultSchema.parse(r))).toEqual(rows);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });

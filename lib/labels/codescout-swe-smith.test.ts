@@ -82,7 +82,9 @@ describe("CodeScout's SWE-Smith Parquet layout", () => {
     expect(summary.instancesSkipped['missingOrInvalid:problem_statement']).toBe(1);
     expect(summary.examples.map((e) => e.detail)).toEqual([
       expect.stringMatching(/row 1: column base_commit: must be null with use_patch: true/),
-      expect.stringMatching(/row 2: column base_commit: expected a full 40-hex-digit commit id \(null only with use_patch: true\) \(got null\)/),
+      expect.stringMatching(
+        /row 2: column base_commit: expected a full 40-hex-digit commit id \(null only with use_patch: true\) \(got null\)/,
+      ),
       expect.stringMatching(/row 4: column problem_statement: expected a string, or a prompt with a user message/),
     ]);
   });
@@ -92,7 +94,9 @@ describe("CodeScout's SWE-Smith Parquet layout", () => {
     const run = buildSamples(fromArray(rows), new RetainedLabelIndex(), { source: 'swe-smith.parquet' });
     await collect(run.samples);
     const message = noSamplesMessage(run.summary(), 'instances swe-smith.parquet');
-    expect(message).toMatch(/^no sample from the 4 rows of instances swe-smith\.parquet: skipped missingOrInvalid:base_commit 4\. First of each: /);
+    expect(message).toMatch(
+      /^no sample from the 4 rows of instances swe-smith\.parquet: skipped missingOrInvalid:base_commit 4\. First of each: /,
+    );
     expect(noSamplesMessage({ ...run.summary(), samplesWritten: 1 }, 'x')).toBeNull();
     expect(noSamplesMessage({ ...run.summary(), instancesRead: 0 }, 'x')).toBeNull();
   });

@@ -61,5 +61,9 @@ export async function materializeSampleWorktrees(
 /** The tree a samples row needs (schemas/worktrees.ts treeKey); null for a row without repo and commit. */
 function rowTreeKey(row: Record<string, unknown>): string | null {
   if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string') return null;
-  return treeKey({ repo: row.repo, commit: row.baseCommit, bugPatchSha256: typeof row.bugPatchSha256 === 'string' ? row.bugPatchSha256 : null });
+  return treeKey({
+    repo: row.repo,
+    commit: row.baseCommit,
+    bugPatchSha256: typeof row.bugPatchSha256 === 'string' ? row.bugPatchSha256 : null,
+  });
 }

@@ -76,7 +76,10 @@ describe('the worktree disk budget', () => {
     expect(await isHeld(made[0]!.path)).toBe(false);
     const dead = path.join(d.worktreesDir, '.holds', 'acme__widgets', made[0]!.commit);
     await fs.mkdir(dead, { recursive: true });
-    await fs.writeFile(path.join(dead, 'gone.json'), JSON.stringify({ pid: 2 ** 22 + 12345, hostname: (await import('node:os')).hostname() }));
+    await fs.writeFile(
+      path.join(dead, 'gone.json'),
+      JSON.stringify({ pid: 2 ** 22 + 12345, hostname: (await import('node:os')).hostname() }),
+    );
     expect(await isHeld(made[0]!.path)).toBe(false);
     const last = await enforceWorktreeBudget({ ...d, maxBytes: 1 });
     expect(last.removed.map((x) => x.commit)).toEqual([made[0]!.commit]);

@@ -49,7 +49,14 @@ interface ListedWorktree {
 export async function enforceWorktreeBudget(opts: BudgetOptions): Promise<BudgetResult> {
   const listed = await listWorktreeUsage(opts.worktreesDir);
   const bytesBefore = listed.reduce((s, w) => s + w.bytes, 0);
-  const result: BudgetResult = { maxBytes: opts.maxBytes, bytesBefore, bytesAfter: bytesBefore, removed: [], overBudget: false, failed: [] };
+  const result: BudgetResult = {
+    maxBytes: opts.maxBytes,
+    bytesBefore,
+    bytesAfter: bytesBefore,
+    removed: [],
+    overBudget: false,
+    failed: [],
+  };
   if (bytesBefore <= opts.maxBytes) return result;
 
   const keep = new Set([...(opts.keep ?? [])].map((p) => path.resolve(p)));
@@ -79,7 +86,13 @@ export async function enforceWorktreeBudget(opts: BudgetOptions): Promise<Budget
       );
       if (!removed) continue;
       result.bytesAfter -= w.bytes;
-      result.removed.push({ repo: w.repo.repo, commit: w.commit, path: w.path, bytes: w.bytes, lastUsed: new Date(w.lastUsedMs).toISOString() });
+      result.removed.push({
+        repo: w.repo.repo,
+        commit: w.commit,
+        path: w.path,
+        bytes: w.bytes,
+        lastUsed: new Date(w.lastUsedMs).toISOString(),
+      });
       await fs.rmdir(path.dirname(w.path)).catch(() => undefined); // the repository's folder, once empty
     } catch (e) {
       result.failed.push({ path: w.path, error: errorMessage(e) });

@@ -187,7 +187,9 @@ describe('environment stage on the real dev server', () => {
     ]);
     const [rewrite, removed] = samples as [Record<string, unknown>, Record<string, unknown>];
     // The sandbox's usual worktree: <worktreesDir>/<owner>__<name>/<commit>, at the patched commit, head below it.
-    expect(rewrite.worktreePath).toBe(path.join(work, 'runs-swe-smith', 'worktrees', 'swesmith__acme__widgets.0123abcd', rewrite.baseCommit as string));
+    expect(rewrite.worktreePath).toBe(
+      path.join(work, 'runs-swe-smith', 'worktrees', 'swesmith__acme__widgets.0123abcd', rewrite.baseCommit as string),
+    );
     expect(git(rewrite.worktreePath as string, 'rev-parse', 'HEAD', 'HEAD~1').split('\n')).toEqual([rewrite.baseCommit, fixture.head]);
     expect(rewrite.patchedFrom).toBe(fixture.head);
     expect(git(rewrite.worktreePath as string, 'show', 'HEAD:widgets/gears.py')).toContain('return math.pi * module\n');
@@ -200,7 +202,12 @@ describe('environment stage on the real dev server', () => {
       gold_changed_line_ranges: [{ path: 'widgets/gears.py', start: 9, end: 9 }],
     });
     // The fix adds the removed method back: file and class are targets; the added method is not (CodeScout §3.1).
-    expect(removed).toMatchObject({ groundTruthError: null, gold_files: ['widgets/gears.py'], gold_modules: ['widgets/gears.py:Gear'], gold_functions: [] });
+    expect(removed).toMatchObject({
+      groundTruthError: null,
+      gold_files: ['widgets/gears.py'],
+      gold_modules: ['widgets/gears.py:Gear'],
+      gold_functions: [],
+    });
     expect(removed.baseCommit).not.toBe(rewrite.baseCommit);
   });
 });
