@@ -41,6 +41,11 @@ export interface LoadedEnvSamples {
 }
 
 const EnvironmentRowSchema = SampleSchema.extend({
+  // The environment stage fills baseCommit (the worktree's commit); the use_patch columns are absent from
+  // environment samples written before CodeScout's SWE-Smith rows were read (schema version 2).
+  baseCommit: z.string().regex(/^[0-9a-f]{40}$/),
+  bugPatch: z.string().nullish(),
+  bugPatchSha256: z.string().nullish(),
   worktreePath: z.string().min(1).nullable(),
   groundTruthError: z.string().nullable(),
 });
