@@ -4,6 +4,7 @@ import { findCachedArtifact, hashConfig, readRows, writeParquetArtifact } from '
 import { loadEvaluationInstances, shardFileName, shardOf } from '../lib/evaluation/instances';
 import { predictAndScore, type ScoredPrediction } from '../lib/evaluation/predict-shard';
 import { openPredictor, PredictorFailure } from '../lib/retrievers/predictors';
+import { holdWorktrees } from '../lib/worktrees/holds';
 import {
   EVALUATION_SCHEMA_VERSION,
   EVALUATION_SHARD_SCHEMA_NAME,
@@ -70,6 +71,8 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   });
   const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   let rows: ScoredPrediction[];
+  // The shard's worktrees are in use while it runs: no disk budget prunes them (lib/worktrees/holds.ts).
+  const hold = await holdWorktrees(shard.flatMap((i) => (i.worktreePath ? [i.worktreePath] : [])));
   try {
     rows = await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) =>
       heartbeat.report({ stage: 'predict', done, total: shard.length, unit, counts: {} }),
@@ -79,6 +82,7 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   } finally {
     heartbeat.close();
     await predictor.close();
+    await hold.release();
   }
   const ref = await writeParquetArtifact({
     path: shardPath,

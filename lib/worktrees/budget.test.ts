@@ -48,7 +48,8 @@ describe('the worktree disk budget', () => {
     for (const commit of widgets.commits.slice(0, 5)) made.push(await ensureWorktree('acme/widgets', commit, { ...d, source }));
     // Last used: 0 oldest … 4 newest; 0 is held by an activity.
     for (const [i, w] of made.entries()) await lastUsed(w.path, 1000 - i * 100);
-    const hold = await holdWorktrees([made[0]!.path], d);
+    // Held the way an evaluation shard holds its worktrees: by path alone (the lock found through its .git).
+    const hold = await holdWorktrees([made[0]!.path]);
     expect(await isHeld(made[0]!.path)).toBe(true);
 
     const per = made[0]!.bytes;

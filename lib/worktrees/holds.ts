@@ -46,9 +46,14 @@ export function holdDir(worktree: string): string {
 
 /**
  * Holds every worktree in `worktrees` (paths `<worktreesDir>/<owner>__<name>/<commit>`) until `release`.
- * `cacheDir` names the repository locks the hold is written under.
+ * `cacheDir` names the repository locks the hold is written under; without it, each worktree's own `.git`
+ * file says (its bare repository `<cacheDir>/<owner>__<name>.git`). A worktree that is gone is held all the
+ * same (whoever remakes it finds the hold).
  */
-export async function holdWorktrees(worktrees: readonly string[], opts: { cacheDir: string; lock?: LockOptions }): Promise<WorktreeHold> {
+export async function holdWorktrees(
+  worktrees: readonly string[],
+  opts: { cacheDir?: string; lock?: LockOptions } = {},
+): Promise<WorktreeHold> {
   const holder = `${os.hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const body: HoldBody = { pid: process.pid, hostname: os.hostname(), createdAt: new Date().toISOString() };
   const paths = [...new Set(worktrees.map((w) => path.resolve(w)))];
@@ -60,7 +65,8 @@ export async function holdWorktrees(worktrees: readonly string[], opts: { cacheD
       await fs.writeFile(file, JSON.stringify(body) + '\n');
     };
     const repo = repoFromSlug(path.basename(path.dirname(wt)));
-    if (repo) await withRepoLock(repoLockPath(opts.cacheDir, repo), write, opts.lock ?? {});
+    const cacheDir = opts.cacheDir ?? (await cacheDirOf(wt));
+    if (repo && cacheDir) await withRepoLock(repoLockPath(cacheDir, repo), write, opts.lock ?? {});
     else await write();
     files.push(file);
   }
@@ -109,6 +115,15 @@ export async function isHeld(worktree: string, now = Date.now()): Promise<boolea
     else await fs.rm(file, { force: true });
   }
   return live;
+}
+
+/** The cache folder of a worktree's bare repository, from its `.git` file (`gitdir: <cacheDir>/<slug>.git/worktrees/<id>`). */
+async function cacheDirOf(wt: string): Promise<string | undefined> {
+  const dotGit = await fs.readFile(path.join(wt, '.git'), 'utf8').catch(() => undefined);
+  const gitdir = dotGit?.match(/^gitdir:\s*(.+)$/m)?.[1]?.trim();
+  if (!gitdir) return undefined;
+  const admin = path.resolve(wt, gitdir);
+  return path.basename(path.dirname(admin)) === 'worktrees' ? path.dirname(path.dirname(path.dirname(admin))) : undefined;
 }
 
 function processAlive(pid: number): boolean {
