@@ -72,6 +72,7 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
       const goldPatch = sample.bugPatch !== null ? await fixPatchOf(worktree.path) : patches.get(sample.instanceId);
       const { truth, error } = await sampleGroundTruth(goldPatch, fileChanges.get(sample.instanceId), worktree.path, summary, {
         filesFromLabels: sample.bugPatch !== null,
+        missingPatch: sample.bugPatch !== null ? `no fix: git diff HEAD HEAD~1 failed in ${worktree.path}` : undefined,
       });
       rows.push({
         ...sample,

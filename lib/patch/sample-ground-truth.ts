@@ -82,11 +82,11 @@ export async function sampleGroundTruth(
   labelled: readonly FileChange[] | undefined,
   worktree: string,
   summary: GroundTruthSummary,
-  opts: { filesFromLabels?: boolean } = {},
+  opts: { filesFromLabels?: boolean; missingPatch?: string } = {},
 ): Promise<{ truth: GroundTruth; error: string | null }> {
   if (!patch) {
     summary.patchErrors++;
-    return { truth: emptyTruth, error: 'instance patch not found in the instances input' };
+    return { truth: emptyTruth, error: opts.missingPatch ?? 'instance patch not found in the instances input' };
   }
   try {
     let truth = await groundTruthForPatch(patch, preImageReader(worktree));
