@@ -8,6 +8,7 @@ import { git } from './git';
 import { holdWorktrees, isHeld } from './holds';
 import { WORKTREE_MARKER } from './layout';
 import { materializeAll } from './materialize';
+import { pruneWorktrees } from './prune';
 import { parseRepoName } from './repo-name';
 import { bareMirror, createSyntheticRepo, type SyntheticRepo } from './synthetic-repo';
 import { ensureWorktree, listWorktrees } from './worktree';
@@ -71,6 +72,11 @@ describe('the worktree disk budget', () => {
     expect(all.removed.map((x) => x.commit)).toEqual([made[3]!.commit, made[4]!.commit]);
     expect(all.overBudget).toBe(true);
     expect((await listWorktreeUsage(d.worktreesDir)).map((w) => w.commit)).toEqual([made[0]!.commit]);
+
+    // `codegrep worktrees prune` keeps it too while it is held.
+    const pruned = await pruneWorktrees(d);
+    expect(pruned.removed).toEqual([]);
+    expect(pruned.kept).toBe(1);
 
     // Released, it goes as well; a hold whose process is gone counts for nothing.
     await hold.release();

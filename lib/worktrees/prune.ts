@@ -3,6 +3,7 @@ import path from 'node:path';
 import { localOpts, type GitTimeouts } from './bare-clone';
 import { errorMessage } from './errors';
 import { git } from './git';
+import { isHeld } from './holds';
 import { CLONE_MARKER, WORKTREE_MARKER, bareRepoPath, cloneTempPrefix, repoLockPath } from './layout';
 import { withRepoLock, type LockOptions } from './repo-lock';
 import { repoFromSlug, worktreeKey, type RepoName } from './repo-name';
@@ -26,7 +27,7 @@ export interface PruneResult {
 }
 
 /**
- * Removes worktrees (unkept and old enough, plus any half-made one, whatever its age), then runs
+ * Removes worktrees (unkept, unheld and old enough, plus any half-made one, whatever its age), then runs
  * `git worktree prune` and clears leftover temp clones in every bare repository. Each repository is
  * handled under its lock, so a worktree being created is never mistaken for a half-made one.
  * Age is the time since the completion marker was last touched (created or reused).
@@ -76,6 +77,11 @@ async function pruneRepo(
   for (const commit of (await fs.readdir(trees).catch(() => [] as string[])).sort()) {
     const wt = path.join(trees, commit);
     if (opts.keep?.has(wt) || opts.keep?.has(worktreeKey(repo.repo, commit))) {
+      result.kept += 1;
+      continue;
+    }
+    // An activity works in it (lib/worktrees/holds.ts): never removed from under it.
+    if (await isHeld(wt)) {
       result.kept += 1;
       continue;
     }
