@@ -4,7 +4,7 @@ import { readRows } from '../lib/artifacts';
 import { buildMirrors } from '../lib/worktrees/mirrors';
 import { ConfigError } from '../schemas/config';
 import { parseInstanceRecord } from '../schemas/instances';
-import { DEFAULT_REPO_SOURCE, type RepoSource, type WorktreeRequest } from '../schemas/worktrees';
+import { DEFAULT_REPO_SOURCE, HEAD_COMMIT, type RepoSource, type WorktreeRequest } from '../schemas/worktrees';
 
 const USAGE =
   'usage: codegrep mirrors build --instances FILE --out DIR [--source-dir DIR | --url-template URL]\n' +
@@ -35,23 +35,14 @@ export async function mirrorsCommand(args: string[]): Promise<number> {
 
   const requests: WorktreeRequest[] = [];
   const instancesPath = path.resolve(values.instances);
-  // use_patch instances (CodeScout's SWE-Smith rows) need their repository's head, not a base commit: a
-  // compact mirror of base commits cannot hold them, so they are named and left to a whole-repository mirror.
-  const headRepos = new Set<string>();
   for await (const record of readRows(instancesPath)) {
     const parsed = parseInstanceRecord(record, `instances ${instancesPath}`);
     if (!parsed.ok) throw new ConfigError(parsed.message);
-    if (parsed.instance.use_patch === true) headRepos.add(parsed.instance.repo);
-    else requests.push({ repo: parsed.instance.repo, commit: parsed.instance.base_commit! });
+    // use_patch instances (CodeScout's SWE-Smith rows) need their repository's head, not a base commit.
+    const commit = parsed.instance.use_patch === true ? HEAD_COMMIT : parsed.instance.base_commit!;
+    requests.push({ repo: parsed.instance.repo, commit });
   }
-  if (headRepos.size > 0) {
-    const list = [...headRepos].slice(0, 3).join(', ');
-    console.log(
-      `codegrep mirrors: ${headRepos.size} repositories of use_patch instances (${list}${headRepos.size > 3 ? ', …' : ''}) are not built here: ` +
-        `they need their default branch's head; mirror them whole (git clone --bare https://github.com/<owner>/<name>.git ${path.resolve(values.out)}/<owner>__<name>.git)`,
-    );
-  }
-  if (requests.length === 0 && headRepos.size === 0) throw new ConfigError(`instances ${instancesPath} has no rows`);
+  if (requests.length === 0) throw new ConfigError(`instances ${instancesPath} has no rows`);
 
   const outDir = path.resolve(values.out);
   console.log(

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { RepoSource, WorktreeRequest } from '../../schemas/worktrees';
+import { HEAD_COMMIT, type RepoSource, type WorktreeRequest } from '../../schemas/worktrees';
 import { diskUsage } from './disk-usage';
 import { errorMessage } from './errors';
 import { git, lastLines, runGit } from './git';
@@ -48,12 +48,17 @@ export interface BuildMirrorsOptions {
 
 const DEFAULT_TIMEOUT_MS = 600_000;
 
+/**
+ * A request whose commit is HEAD_COMMIT (CodeScout's use_patch instances: the repository's head + a patch) adds
+ * the source's head, one commit deep, as the mirror's `main` branch and HEAD; once there it is kept (the head is
+ * pinned, so every instance of the repository is patched onto the same commit).
+ */
 export async function buildMirrors(requests: readonly WorktreeRequest[], opts: BuildMirrorsOptions): Promise<MirrorRepoResult[]> {
   const source = parseRepoSource(opts.source);
   const byRepo = new Map<string, { name: RepoName; commits: Set<string> }>();
   for (const request of requests) {
     const name = parseRepoName(request.repo);
-    const commit = parseCommit(request.commit, name.repo);
+    const commit = request.commit === HEAD_COMMIT ? HEAD_COMMIT : parseCommit(request.commit, name.repo);
     const entry = byRepo.get(name.repo) ?? { name, commits: new Set<string>() };
     entry.commits.add(commit);
     byRepo.set(name.repo, entry);
@@ -90,6 +95,10 @@ async function buildOneMirror(repo: RepoName, commits: string[], source: RepoSou
   const uploadPack = isLocal ? ['--upload-pack=git -c uploadpack.allowAnySHA1InWant=true upload-pack'] : [];
   const results: MirrorCommitResult[] = [];
   for (const commit of commits) {
+    if (commit === HEAD_COMMIT) {
+      results.push(await mirrorHead(url, uploadPack, local));
+      continue;
+    }
     const ref = `refs/commits/${commit}`;
     const present = await runGit(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], local);
     if (present.code === 0 && present.stdout.trim() === commit) {
@@ -113,4 +122,18 @@ async function buildOneMirror(repo: RepoName, commits: string[], source: RepoSou
     await git(['gc', '--quiet', '--aggressive', '--prune=now'], { ...local, repo: repo.repo });
   }
   return { repo: repo.repo, path: target, source: url, commits: results, bytes: await diskUsage(target), ms: performance.now() - started };
+}
+
+/** The source's head as the mirror's `main` (and HEAD), fetched one commit deep unless the mirror has a `main` already. */
+async function mirrorHead(url: string, uploadPack: string[], local: { cwd: string; timeoutMs: number }): Promise<MirrorCommitResult> {
+  const present = await runGit(['rev-parse', '--verify', '--quiet', 'refs/heads/main^{commit}'], local);
+  if (present.code !== 0) {
+    const fetched = await runGit(['fetch', '--quiet', '--depth=1', ...uploadPack, '--', url, '+HEAD:refs/heads/main'], local).catch(
+      (e: unknown) => ({ code: -1, stdout: '', stderr: errorMessage(e) }),
+    );
+    if (fetched.code !== 0)
+      return { commit: HEAD_COMMIT, status: 'failed', error: `git fetch --depth=1 ${url} HEAD failed: ${lastLines(fetched.stderr)}` };
+  }
+  await git(['symbolic-ref', 'HEAD', 'refs/heads/main'], local);
+  return { commit: HEAD_COMMIT, status: present.code === 0 ? 'present' : 'fetched', error: null };
 }

@@ -7,6 +7,7 @@ import { sha256Hex } from '../labels/samples';
 import { WorktreeError } from './errors';
 import { git } from './git';
 import { materializeAll } from './materialize';
+import { buildMirrors } from './mirrors';
 import { ensurePatchedWorktree, HEAD_REF } from './patched';
 
 // CodeScout's use_patch trees (its clone_instance: clone at head, `git apply` the patch) as worktrees.
@@ -59,6 +60,25 @@ describe('a use_patch worktree: the repository head with the bug patch applied',
     const bare = path.join(opts.cacheDir, 'swesmith__acme__widgets.0123abcd.git');
     expect((await git(['rev-parse', HEAD_REF], { ...T, cwd: bare })).trim()).toBe(fixture.head);
     expect(await fs.readFile(path.join(bare, 'shallow'), 'utf8')).toContain(fixture.head);
+  });
+
+  it('codegrep mirrors build: a compact mirror of the head (depth 1, as main) serves the use_patch trees offline', async () => {
+    const out = path.join(root, 'compact');
+    const [built] = await buildMirrors([{ repo: REPO, commit: 'HEAD' }], {
+      outDir: out,
+      source: { kind: 'mirror-dir', dir: fixture.mirrors },
+    });
+    expect(built!.commits).toEqual([{ commit: 'HEAD', status: 'fetched', error: null }]);
+    const mirror = path.join(out, 'swesmith__acme__widgets.0123abcd.git');
+    expect((await git(['rev-parse', 'HEAD'], { ...T, cwd: mirror })).trim()).toBe(fixture.head);
+    // Rebuilding keeps the pinned head.
+    const [again] = await buildMirrors([{ repo: REPO, commit: 'HEAD' }], {
+      outDir: out,
+      source: { kind: 'mirror-dir', dir: fixture.mirrors },
+    });
+    expect(again!.commits[0]!.status).toBe('present');
+    const w = await ensurePatchedWorktree(REPO, patchOf(1), { ...dirs('compact'), source: { kind: 'mirror-dir', dir: out } });
+    expect(w.patchedFrom).toBe(fixture.head);
   });
 
   it('a patch that does not apply, and a missing mirror, fail with their named reasons, one request each', async () => {
