@@ -16,7 +16,7 @@ import { WorktreeResultSchema } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
 
 /**
- * Ground truth from the gold patches (SPEC §5; CodeScout §3.1): files, pre-image line ranges, and the classes
+ * Ground truth from the gold patches (docs/design.md "Ground truth from patches"; CodeScout §3.1): files, pre-image line ranges, and the classes
  * and functions they touch, found with tree-sitter on the pre-image in each sample's worktree. Written as the
  * samples artifact with the ground-truth columns (schema version 2).
  */

@@ -17,5 +17,5 @@ export { summarizeEvaluation } from './evaluation-summary';
 export { trainSegment, inspectTrainingRun } from './training';
 export { writeTrainingReport } from './training-report';
 export { recordValidation, splitValidation } from './training-validation';
-export { publishToStore } from './store-publish'; // store (issue #13)
+export { publishToStore } from './store-publish'; // the run's artifact store (README "Deployment: several machines")
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows

@@ -19,7 +19,7 @@ const materializeNote = (m: MaterializeSummary) =>
  * The RL environment (CodeGrep §3.3, CodeScout §3.1): samples ──materialize──▶ worktrees (bare clone + git
  * worktree per commit) ──▶ samples with ground truth at file, line-range, class and function level.
  *
- * History bound (issue #12): at most three activities and no signals (progress is in their heartbeats): under
+ * History bound (README "History bounds"): at most three activities and no signals (progress is in their heartbeats): under
  * 50 events, however many repositories it materializes.
  */
 export async function environment(input: EnvironmentInput): Promise<EnvironmentResult> {
