@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readArtifactRows, readRows, sourceRef, writeParquetArtifact } from '../lib/artifacts';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { emptyGroundTruthSummary, goldPatches, sampleGroundTruth, summarizeGroundTruthArtifact } from '../lib/patch/sample-ground-truth';
 import {
   ENVIRONMENT_SAMPLES_SCHEMA_NAME,
@@ -22,7 +23,7 @@ import { ProgressReporter } from './kit';
  */
 export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<GroundTruthOutput> {
   const input = GroundTruthInputSchema.parse(rawInput);
-  const outPath = path.join(input.runDir, 'environment', 'samples.parquet');
+  const outPath = path.join(input.runDir, RUN_ARTIFACTS.environmentSamples);
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
   // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EnvironmentResult, MaterializeSummary } from '../schemas/environment';
@@ -31,7 +32,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.catmSamples, producedBy: 'catm' }));
 
   const materialized = await trackedStep(
     tracker,

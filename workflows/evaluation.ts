@@ -1,5 +1,6 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult, RetrieverPlan } from '../schemas/evaluation';
@@ -109,7 +110,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
   const outputLabel = input.outputLabel ?? (evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null);

@@ -18,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -99,14 +100,14 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
   // With validation the held-out samples are taken out of the training samples (refused when they share a commit).
   const split = t.validation ? await splitValidation({ runDir: config.runDir, samples, validation: t.validation }) : null;
   const trainingSamples = split?.training ?? samples;
   // With a run store (README "Deployment: several machines") the samples reach it first and the GPU segments run shared-nothing.
   const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
   const segmentSamples = store
-    ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: trainingSamples })
+    ? await publishToStore({ store: store.uri, runId: config.runId, key: RUN_ARTIFACTS.environmentSamples, ref: trainingSamples })
     : trainingSamples;
   const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
   const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));
