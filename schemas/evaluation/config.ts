@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../lib/metrics/params';
+import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from './bootstrap-defaults';
 import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
 import { SandboxConfigSchema } from '../sandbox';
 import { CheckpointChoiceSchema, PolicyServerBackendSchema, ServedPolicySchema, TrainedPolicySchema } from '../policy-server';
