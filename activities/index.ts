@@ -14,8 +14,10 @@ export { summarizeDownstream } from './downstream-summary';
 export { planEvaluation } from './evaluation-plan';
 export { evaluateShard } from './evaluation-shard';
 export { summarizeEvaluation } from './evaluation-summary';
-export { trainSegment, inspectTrainingRun } from './training';
+export { trainSegment } from './training';
+export { inspectTrainingRun } from './training-inspect';
 export { writeTrainingReport } from './training-report';
-export { recordValidation, splitValidation } from './training-validation';
-export { publishToStore } from './store-publish'; // store (issue #13)
+export { splitValidation } from './training-validation';
+export { recordValidation } from './training-validation-record';
+export { publishToStore } from './store-publish'; // the run's artifact store (README "Deployment: several machines")
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows

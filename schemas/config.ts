@@ -101,7 +101,7 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   downstream: DownstreamConfigSchema.optional(),
   /** GRPO training on the GPU worker (schemas/training/config.ts); required by the training workflow. */
   training: TrainingConfigSchema.optional(),
-  // store (issue #13)
+  // the run's artifact store (README "Deployment: several machines")
   /**
    * The artifact store the run's machines share (`s3://bucket/prefix` or `file:///dir`; objects under
    * `<store>/<runId>/`). Set, the GPU segment works in its own node-local data dir (CODEGREP_DATA_DIR) and gets
