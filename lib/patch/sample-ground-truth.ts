@@ -29,13 +29,14 @@ export function preImageReader(worktree: string): ReadPreImage {
 }
 
 /**
- * The fix of a use_patch worktree (HEAD = head + bug patch, lib/worktrees/patched.ts): `git diff HEAD HEAD~1`,
- * the bug patch reversed, whose pre-image is the tree the agent searches. Hardened: the tree comes from an
- * outside repository. undefined when git cannot produce it (the sample then says why it has no ground truth).
+ * The fix of a use_patch tree (`rev` = head + bug patch, lib/worktrees/patched.ts): `git diff <rev> <rev>~1`,
+ * the bug patch reversed, whose pre-image is the tree the agent searches. `repository` is its worktree (rev
+ * HEAD) or its bare repository (rev the patched commit). Hardened: the tree comes from an outside repository.
+ * undefined when git cannot produce it (the sample then says why it has no ground truth).
  */
-export async function fixPatchOf(worktree: string): Promise<string | undefined> {
-  const r = await runGit(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', 'HEAD', 'HEAD~1'], {
-    cwd: worktree,
+export async function fixPatchOf(repository: string, rev = 'HEAD'): Promise<string | undefined> {
+  const r = await runGit(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', rev, `${rev}~1`], {
+    cwd: repository,
     timeoutMs: PRE_IMAGE_TIMEOUT_MS,
     hardened: true,
   }).catch(() => undefined);

@@ -4,11 +4,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSweSmithFixture, type SweSmithFixture } from '../../test/fixtures/codescout/swe-smith';
 import { sha256Hex } from '../labels/samples';
+import { fixPatchOf } from '../patch/sample-ground-truth';
 import { WorktreeError } from './errors';
 import { git } from './git';
 import { materializeAll } from './materialize';
 import { buildMirrors } from './mirrors';
-import { ensurePatchedWorktree, HEAD_REF } from './patched';
+import { ensurePatchedCommit, ensurePatchedWorktree, HEAD_REF } from './patched';
 
 // CodeScout's use_patch trees (its clone_instance: clone at head, `git apply` the patch) as worktrees.
 let root: string;
@@ -51,6 +52,11 @@ describe('a use_patch worktree: the repository head with the bug patch applied',
     // The patched commit's id depends on (head, patch) only: a second cache makes the same one.
     const elsewhere = await ensurePatchedWorktree(REPO, patchOf(0), { ...dirs('mirror-2'), source: opts.source });
     expect(elsewhere.commit).toBe(w.commit);
+    // Without a checkout: the same commit in the bare repository, and the same fix read from it.
+    const bareOnly = await ensurePatchedCommit(REPO, patchOf(0), { ...dirs('bare-only'), source: opts.source });
+    expect(bareOnly.commit).toBe(w.commit);
+    expect(await fixPatchOf(bareOnly.path, bareOnly.commit)).toBe(await fixPatchOf(w.path));
+    await expect(fs.access(path.join(root, 'bare-only', 'worktrees'))).rejects.toThrow();
   });
 
   it('from a URL, fetches only the head (depth 1) and pins it', async () => {

@@ -69,6 +69,29 @@ export async function ensurePatchedWorktree(repo: string, patch: BugPatch, opts:
 }
 
 /**
+ * The patched commit alone, in the bare repository, with no checkout (for readers of the object database, such
+ * as BM25 and dense from blobs): `path` is the bare repository, `commit` the patched commit.
+ */
+export async function ensurePatchedCommit(
+  repo: string,
+  patch: BugPatch,
+  opts: WorktreeOptions,
+): Promise<{ path: string; commit: string; patchedFrom: string; bugPatchSha256: string }> {
+  const name = parseRepoName(repo);
+  const source = parseRepoSource(opts.source ?? DEFAULT_REPO_SOURCE);
+  return withRepoLock(
+    repoLockPath(opts.cacheDir, name),
+    async () => {
+      const { path: bare } = await ensureBareCloneLocked(name, source, opts.cacheDir, opts);
+      const head = await resolveHeadLocked(name, bare, source, opts);
+      const commit = await ensurePatchedCommitLocked(name, bare, head, patch, opts);
+      return { path: bare, commit, patchedFrom: head, bugPatchSha256: patch.sha256 };
+    },
+    { ...opts.lock, signal: opts.signal },
+  );
+}
+
+/**
  * The repository's head commit, pinned under HEAD_REF the first time: from a mirror clone its HEAD, from a URL
  * `git fetch --depth=1 origin HEAD` (the remote's default branch, as `git clone` takes it). Caller holds the lock.
  */
