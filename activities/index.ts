@@ -9,6 +9,7 @@ export { findRunArtifact } from './run-artifact';
 export { materializeWorktrees } from './environment-materialize';
 export { deriveGroundTruth } from './environment-ground-truth';
 export { planDownstream } from './downstream-plan';
+export { retrieveDownstreamCandidates } from './downstream-candidates';
 export { runDownstreamPair } from './downstream-run';
 export { summarizeDownstream } from './downstream-summary';
 export { planEvaluation } from './evaluation-plan';
@@ -18,4 +19,4 @@ export { trainSegment, inspectTrainingRun } from './training';
 export { writeTrainingReport } from './training-report';
 export { recordValidation, splitValidation } from './training-validation';
 export { publishToStore } from './store-publish'; // store (issue #13)
-export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
+export { reapPolicyServer, servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows

@@ -8,8 +8,11 @@ import { readValidationRecords } from '../lib/training/validation';
 import { bestValidatedStep } from '../lib/training/validation-choice';
 import {
   PolicyServerHeartbeatSchema,
+  ReapPolicyServerInputSchema,
   ServePolicyInputSchema,
   type PolicyServerReady,
+  type ReapPolicyServerInput,
+  type ReapPolicyServerOutput,
   type ServePolicyInput,
 } from '../schemas/policy-server';
 import { activityClient, configError } from './kit';
@@ -44,7 +47,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
     let choice = input.checkpoint;
     if (input.store) choice = await policyServer.pullServedCheckpoint(input.store, input.runId, runDir, input.checkpoint, bestStep);
     const checkpoint = await policyServer.resolveServedCheckpoint({ runId: input.runId, runDir }, choice, bestStep);
-    const logDir = path.join(runDir, 'policy-servers', `step-${String(checkpoint.step).padStart(8, '0')}`);
+    const logDir = policyServer.policyServerLogDir(runDir, checkpoint.step);
     const stale = await reapStaleTrainer(policyServer.policyServerFiles(logDir).pidFile, 10_000);
     if (stale.action === 'terminated' || stale.action === 'killed')
       log.warn(`policy server: stopped a server an earlier attempt left running (${stale.action})`, { stale: stale.found });
@@ -97,4 +100,25 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
   } finally {
     clearInterval(keepAlive);
   }
+}
+
+/**
+ * Reaps the server of one checkpoint that its serving activity left running (the GPU queue's worker runs it,
+ * after the owner's serving scope settled). A worker killed while its server answered leaves `trainer.serve`
+ * in a process group of its own: it keeps answering, the stage finishes against it, and the lost attempt is
+ * cancelled without a retry, so the retry's reaping in `servePolicy` never runs. A server that stopped on
+ * cancellation removed its pid record already: then there is nothing to do.
+ */
+export async function reapPolicyServer(rawInput: ReapPolicyServerInput): Promise<ReapPolicyServerOutput> {
+  const input = ReapPolicyServerInputSchema.parse(rawInput);
+  const runDir = input.store ? nodeRunDir(input.runDir, input.runId) : input.runDir;
+  const { pidFile } = policyServer.policyServerFiles(policyServer.policyServerLogDir(runDir, input.step));
+  const reaped = await reapStaleTrainer(pidFile, 10_000);
+  if (reaped.action === 'terminated' || reaped.action === 'killed')
+    log.warn(`policy server: stopped the server of step ${input.step} a lost attempt left running (${reaped.action})`, {
+      stale: reaped.found,
+    });
+  else if (reaped.action === 'other-host')
+    log.warn(`policy server: the pid record of step ${input.step} names host ${reaped.found?.host}; its own GPU worker reaps it`);
+  return { action: reaped.action, pid: reaped.found?.pid ?? null };
 }
