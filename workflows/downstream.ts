@@ -91,9 +91,13 @@ async function retrieveAgentSources(
  * `downstream.concurrency` at a time; finished pairs are never run again (their records are reused by a
  * retried activity, a rerun of the stage, and the run that continues this one as new).
  *
- * History bound (issue #12): no signals reach this workflow; each pair adds about 6 events, and the lanes stop
- * taking pairs once Temporal suggests continue-as-new (4,096 events by default), so a run's history stays
- * below 4,096 + 6 × concurrency + a few dozen events however many pairs the study has.
+ * An `agent` configuration's files are found first, by its policy served for the stage (retrieveAgentSources).
+ *
+ * History bound (issue #12): the only signals are the policy servers' `policyServerReady` (one per server start),
+ * and each `agent` configuration adds about 20 events once (serve, retrieve, reap) before the pairs start; each
+ * pair adds about 6 events, and the lanes stop taking pairs once Temporal suggests continue-as-new (4,096 events
+ * by default), so a run's history stays below 4,096 + 6 × concurrency + a few dozen events however many pairs the
+ * study has.
  */
 export async function downstream(input: DownstreamInput): Promise<DownstreamResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
