@@ -119,6 +119,8 @@ export async function reapPolicyServer(rawInput: ReapPolicyServerInput): Promise
       stale: reaped.found,
     });
   else if (reaped.action === 'other-host')
-    log.warn(`policy server: the pid record of step ${input.step} names host ${reaped.found?.host}; its own GPU worker reaps it`);
+    log.warn(
+      `policy server: the pid record of step ${input.step} names host ${reaped.found?.host}, not this one: left alone (only that host can stop it; its next serving attempt of this checkpoint reaps it)`,
+    );
   return { action: reaped.action, pid: reaped.found?.pid ?? null };
 }
