@@ -342,13 +342,11 @@ describe('the trained policy, served and measured by the pipeline', () => {
       'evaluation:completed',
       'downstream:completed',
     ]);
-    // A second server came up (two `listening` lines in the same stdout file: the same port, the same URL).
-    const listening = readFileSync(path.join(servedDir(runId, 2), 'server.stdout.log'), 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('"event": "listening"'))
-      .map((l) => (JSON.parse(l) as { port: number }).port);
-    expect(listening.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(listening).size).toBe(1);
+    // A second server came up for the evaluation (two `listening` lines in the same stdout file: the same port, the
+    // same URL); the last line is the downstream stage's own server (its `agent` configuration).
+    const evaluationServers = listeningPorts(runId, 2).slice(0, -1);
+    expect(evaluationServers.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(evaluationServers).size).toBe(1);
     const sha = adapterSha(runId, 2);
     const trained = (await readParquetObjects(result.evaluation!.predictions.uri)).filter((p) => p.retriever === 'trained');
     expect(trained).toHaveLength(3);
