@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readRows, writeParquetArtifact } from '../lib/artifacts';
 import { loadEvaluationInstances, shardFileName, shardOf } from '../lib/evaluation/instances';
 import { predictAndScore, type ScoredPrediction } from '../lib/evaluation/predict-shard';
-import { openPredictor, PredictorFailure } from '../lib/retrievers/predictors';
+import { openPredictor } from '../lib/retrievers/predictors';
 import { holdWorktrees } from '../lib/worktrees/holds';
 import {
   EVALUATION_SCHEMA_VERSION,
@@ -13,7 +13,7 @@ import {
   type EvaluateShardInput,
   type EvaluateShardOutput,
 } from '../schemas/evaluation';
-import { invalidInput, ProgressReporter } from './kit';
+import { invalidInput, ProgressReporter, rethrowPredictorFailure } from './kit';
 
 async function countFailed(uri: string): Promise<number> {
   let failed = 0;
@@ -104,11 +104,4 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
     failed,
     ms: Date.now() - started,
   };
-}
-
-/** A failure that concerns every instance of the shard (a refused API key, a model folder that cannot load). */
-function rethrowPredictorFailure(error: unknown): never {
-  if (error instanceof PredictorFailure)
-    throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
-  throw error;
 }

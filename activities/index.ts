@@ -9,6 +9,7 @@ export { findRunArtifact } from './run-artifact';
 export { materializeWorktrees } from './environment-materialize';
 export { deriveGroundTruth } from './environment-ground-truth';
 export { planDownstream } from './downstream-plan';
+export { retrieveDownstreamCandidates } from './downstream-candidates';
 export { runDownstreamPair } from './downstream-run';
 export { summarizeDownstream } from './downstream-summary';
 export { planEvaluation } from './evaluation-plan';
@@ -21,3 +22,4 @@ export { splitValidation } from './training-validation';
 export { recordValidation } from './training-validation-record';
 export { publishToStore } from './store-publish'; // the run's artifact store (README "Deployment: several machines")
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
+export { reapPolicyServer } from './policy-server-reap'; // GPU worker, likewise

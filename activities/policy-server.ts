@@ -44,7 +44,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
     let choice = input.checkpoint;
     if (input.store) choice = await policyServer.pullServedCheckpoint(input.store, input.runId, runDir, input.checkpoint, bestStep);
     const checkpoint = await policyServer.resolveServedCheckpoint({ runId: input.runId, runDir }, choice, bestStep);
-    const logDir = path.join(runDir, 'policy-servers', `step-${String(checkpoint.step).padStart(8, '0')}`);
+    const logDir = policyServer.policyServerLogDir(runDir, checkpoint.step);
     const stale = await reapStaleTrainer(policyServer.policyServerFiles(logDir).pidFile, 10_000);
     if (stale.action === 'terminated' || stale.action === 'killed')
       log.warn(`policy server: stopped a server an earlier attempt left running (${stale.action})`, { stale: stale.found });

@@ -175,10 +175,18 @@ let gpuWorkerOutput = '';
 async function startGpuWorker(): Promise<void> {
   gpuWorkerOutput = '';
   gpuWorker = await spawnWorkerAt(address(), taskQueue, gpuEnv, 'workers/gpu.ts');
-  const keep = (chunk: Buffer) => (gpuWorkerOutput = (gpuWorkerOutput + chunk.toString()).slice(-1_000_000));
+  const keep = (chunk: Buffer) => {
+    const text = chunk.toString();
+    gpuWorkerOutput = (gpuWorkerOutput + text).slice(-1_000_000);
+    reapsAfterScope += text.match(REAP_AFTER_SCOPE_LINE)?.length ?? 0;
+  };
   gpuWorker.stdout?.on('data', keep);
   gpuWorker.stderr?.on('data', keep);
 }
+/** activities/policy-server-reap.ts `reapPolicyServer`: a server a lost attempt left running, stopped once its scope settled. */
+const REAP_AFTER_SCOPE_LINE = /a lost attempt left running/g;
+/** Servers reaped by `reapPolicyServer` since the suite started (counted across GPU worker restarts). */
+let reapsAfterScope = 0;
 const FORCE_KILL_LINE = /the trainer did not exit within \d+ ms of SIGTERM; killing its process group/g;
 const forceKillsLogged = () => gpuWorkerOutput.match(FORCE_KILL_LINE)?.length ?? 0;
 const gpuWorkerRuns = () => gpuWorker !== null && gpuWorker.exitCode === null && gpuWorker.signalCode === null;
@@ -511,7 +519,8 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
   let kills = 0;
   let serverKills = 0;
   const stalled = { stalls: 0, forceKills: 0, gpuWorkerSurvived: true };
-  const served = { firstAnswerMs: null as number | null, faults: 0, restartedWorkers: 0 };
+  const served = { firstAnswerMs: null as number | null, faults: 0, restartedWorkers: 0, reapedAfterScope: 0 };
+  const reapsBefore = reapsAfterScope;
   const isRunning = () => withClient(async (client) => (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING');
   if (isPolicyServerFault(scenario.fault)) {
     // Every run (the references too) notes when the server first answered: the trials' kill window starts there.
@@ -611,6 +620,7 @@ async function runOnce(scenario: Scenario, chaos: { killAtMs: number; killServer
     orphans = policyServerProcesses();
   }
   killPolicyServerProcesses(orphans);
+  served.reapedAfterScope = reapsAfterScope - reapsBefore;
   return {
     orphans: orphans.length,
     ...(isPolicyServerFault(scenario.fault) ? { served } : {}),
@@ -1038,7 +1048,7 @@ async function main(): Promise<number> {
         redoneRequests: 0,
         leftoverTemps: 0,
         orphans: 0,
-        ...(isPolicyServerFault(scenario.fault) ? { faults: 0, restartedWorkers: 0 } : {}),
+        ...(isPolicyServerFault(scenario.fault) ? { faults: 0, restartedWorkers: 0, reapedAfterScope: 0 } : {}),
         ...(scenario.fault === 'stall-gpu-worker' ? { stalls: 0, forceKills: 0, gpuWorkerSurvived: 0 } : {}),
       };
       for (let trial = 1; trial <= TRIALS; trial++) {
@@ -1091,6 +1101,7 @@ async function main(): Promise<number> {
         if (run.served) {
           totals.faults! += run.served.faults;
           totals.restartedWorkers! += run.served.restartedWorkers;
+          totals.reapedAfterScope! += run.served.reapedAfterScope;
         }
         if (scenario.fault === 'stall-gpu-worker') {
           totals.stalls! += run.stalls ?? 0;

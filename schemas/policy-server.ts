@@ -74,3 +74,20 @@ export type PolicyServerReady = z.infer<typeof PolicyServerReadySchema>;
 
 /** Heartbeat details: a retried attempt binds the same port, so the URL the stage holds stays good. */
 export const PolicyServerHeartbeatSchema = z.object({ port: z.number().int().min(1), pid: z.number().int(), step: z.number().int() });
+
+/** What the owner asks the GPU queue once a server's scope settled: reap that checkpoint's server if one is left. */
+export const ReapPolicyServerInputSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  store: z.string().nullable().default(null),
+  /** The step the server served (from its `policyServerReady`). */
+  step: z.number().int().min(1),
+});
+export type ReapPolicyServerInput = z.input<typeof ReapPolicyServerInputSchema>;
+
+/** What the reap found: no record (`none`: the server stopped itself), a dead one, one of another host, or a live one stopped. */
+export const ReapPolicyServerOutputSchema = z.object({
+  action: z.enum(['none', 'gone', 'other-host', 'terminated', 'killed']),
+  pid: z.number().int().nullable(),
+});
+export type ReapPolicyServerOutput = z.infer<typeof ReapPolicyServerOutputSchema>;

@@ -1,8 +1,11 @@
-import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, continueAsNew, patched, proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import type { ResolvedConfig } from '../lib/config';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream/activity-io';
+import type { DownstreamConfig, DownstreamConfiguration } from '../schemas/downstream/config';
+import type { TrainedPolicy } from '../schemas/policy-server';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
 import {
   downstreamActivities,
@@ -13,14 +16,73 @@ import {
   runsFailed,
   runsProgress,
 } from './downstream-helpers';
+import { PolicyServers, policyServeRequest, servedRetriever } from './policy-server';
 import { StageTracker } from './stage-tracker';
 
 export const downstreamStages = ['plan', 'runs', 'summary'] as const;
 
 export type DownstreamInput = PipelineConfigInput & {
-  /** Predictions artifacts of the evaluation stage by configuration name (override the configurations' paths). */
+  /**
+   * Predictions artifacts by configuration name: the evaluation stage's (override the configurations' paths),
+   * and the files an `agent` configuration's policy found (carried over when the workflow continues as new).
+   */
   artifacts?: { predictions?: Record<string, ArtifactRef> };
 };
+
+type AgentSource = DownstreamConfiguration & { source: 'agent'; policy: TrainedPolicy };
+
+/**
+ * The files of every `agent` configuration not found yet (README "Serving and evaluating the trained policy"):
+ * its policy is served on the GPU queue (one checkpoint at a time; stopped, and reaped, when its files are
+ * written) and asked about every instance with its own training config's answer format and turn limit.
+ */
+async function retrieveAgentSources(
+  config: ResolvedConfig,
+  settings: DownstreamConfig,
+  overrides: TimeoutOverrides,
+  found: Record<string, ArtifactRef>,
+): Promise<Record<string, ArtifactRef>> {
+  const missing = settings.configurations.filter((c): c is AgentSource => c.source === 'agent' && c.policy !== undefined && !found[c.name]);
+  // Runs recorded before the `agent` source never had one.
+  if (missing.length === 0 || !patched('downstream-agent-source')) return found;
+  const { retrieveDownstreamCandidates } = proxyActivities<typeof activities>({
+    ...activityOptions('evaluation', overrides),
+    // The server stops only once the episodes asking it were stopped.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
+  const servers = new PolicyServers(overrides);
+  const serving = settings.policyServer ?? config.evaluation.policyServer;
+  const retrieved = { ...found };
+  for (const configuration of missing) {
+    const { name, policy, checkpoint, concurrency, timeoutMs } = configuration;
+    const own = {
+      name:
+        name
+          .replace(/[^A-Za-z0-9._-]/g, '_')
+          .replace(/^[._-]+/, '')
+          .slice(0, 64) || 'policy',
+      kind: 'agent' as const,
+      policy,
+      ...(checkpoint === undefined ? {} : { checkpoint }),
+      ...(concurrency === undefined ? {} : { concurrency }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    };
+    const output = await servers.serve(policyServeRequest(config, { name, policy, checkpoint }, serving), (ready) =>
+      retrieveDownstreamCandidates({
+        runId: config.runId,
+        runDir: config.runDir,
+        configuration: name,
+        retriever: servedRetriever(own, ready),
+        instancesFile: settings.instancesFile ?? config.inputs.instances,
+        ...(settings.instances ? { instances: settings.instances } : {}),
+        checkouts: { repoSource: config.environment.repoSource, cacheDir: config.environment.cacheDir },
+        isolation: config.sandbox.isolation,
+      }),
+    );
+    retrieved[name] = output.predictions;
+  }
+  return retrieved;
+}
 
 /**
  * Downstream injection (CodeGrep §4.3, §5.3, App. E; CodeScout §6.1): every (configuration, instance) pair
@@ -29,27 +91,31 @@ export type DownstreamInput = PipelineConfigInput & {
  * `downstream.concurrency` at a time; finished pairs are never run again (their records are reused by a
  * retried activity, a rerun of the stage, and the run that continues this one as new).
  *
- * History bound (README "History bounds"): no signals reach this workflow; each pair adds about 6 events, and the lanes stop
- * taking pairs once Temporal suggests continue-as-new (4,096 events by default), so a run's history stays
- * below 4,096 + 6 × concurrency + a few dozen events however many pairs the study has.
+ * An `agent` configuration's files are found first, by its policy served for the stage (retrieveAgentSources).
+ *
+ * History bound (README "History bounds"): the only signals are the policy servers' `policyServerReady` (one per server start),
+ * and each `agent` configuration adds about 20 events once (serve, retrieve, reap) before the pairs start; each
+ * pair adds about 6 events, and the lanes stop taking pairs once Temporal suggests continue-as-new (4,096 events
+ * by default), so a run's history stays below 4,096 + 6 × concurrency + a few dozen events however many pairs the
+ * study has.
  */
 export async function downstream(input: DownstreamInput): Promise<DownstreamResult> {
   const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const settings = requireDownstreamSection(config);
-  const { planDownstream, runDownstreamPair, summarizeDownstream } = downstreamActivities(
-    config.temporal.activityTimeouts as TimeoutOverrides,
-    settings,
-  );
+  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
+  const { planDownstream, runDownstreamPair, summarizeDownstream } = downstreamActivities(overrides, settings);
   const tracker = new StageTracker(config.runId, config.recipe, downstreamStages);
   const common = { runId: config.runId, runDir: config.runDir };
 
   tracker.start('plan');
+  const given = input.artifacts?.predictions ?? {};
+  const predictions = await retrieveAgentSources(config, settings, overrides, given);
   const planned = await planDownstream({
     ...common,
     downstream: settings,
     instancesFile: settings.instancesFile ?? config.inputs.instances,
-    predictions: input.artifacts?.predictions ?? {},
+    predictions,
   });
   tracker.finish('plan', 'completed', planNote(planned));
 
@@ -67,7 +133,9 @@ export async function downstream(input: DownstreamInput): Promise<DownstreamResu
     tracker.finish('runs', 'failed', `${runs.failures.length} run(s) failed`);
     throw runsFailed(runs.failures, planned.total);
   }
-  if (runs.left > 0) await continueAsNew<typeof downstream>(input);
+  // The continued run reads the policies' files it was handed, and serves none of them again.
+  if (runs.left > 0)
+    await continueAsNew<typeof downstream>(predictions === given ? input : { ...input, artifacts: { ...input.artifacts, predictions } });
   tracker.finish('runs', 'completed', `${runs.ran} run now (${runs.resolved} resolved), ${planned.finished} reused`);
 
   tracker.start('summary');

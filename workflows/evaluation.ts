@@ -5,8 +5,7 @@ import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult, RetrieverPlan } from '../schemas/evaluation';
 import type { AgentRetrieverConfig, EvaluationConfig, RetrieverConfig } from '../schemas/evaluation/config';
-import type { PolicyServerReady } from '../schemas/policy-server';
-import { PolicyServers, policyServeRequest } from './policy-server';
+import { PolicyServers, policyServeRequest, servedRetriever } from './policy-server';
 import { activityOptions } from './activity-options';
 import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
@@ -64,30 +63,6 @@ type TrainedPolicyRetriever = AgentRetrieverConfig & { policy: NonNullable<Agent
 
 function isTrainedPolicy(retriever: RetrieverConfig): retriever is TrainedPolicyRetriever {
   return retriever.kind === 'agent' && retriever.policy !== undefined && retriever.served === undefined;
-}
-
-/**
- * The retriever as its shards run it: the served endpoint, and the checkpoint's own answer format and turn
- * limit (from its training config) unless the retriever sets them, which is then an override the summary keeps.
- */
-function servedRetriever(retriever: TrainedPolicyRetriever, ready: PolicyServerReady): AgentRetrieverConfig {
-  return {
-    ...retriever,
-    baseUrl: ready.baseUrl,
-    model: ready.model,
-    answerFormat: retriever.answerFormat ?? ready.trainedWith.answerFormat,
-    limits: { ...retriever.limits, maxTurns: retriever.limits?.maxTurns ?? ready.trainedWith.maxTurns },
-    served: {
-      runId: ready.runId,
-      step: ready.step,
-      adapterSha256: ready.adapterSha256,
-      baseModel: ready.baseModel,
-      model: ready.model,
-      baseUrl: ready.baseUrl,
-      backend: ready.backend,
-      requestLog: ready.requestLog,
-    },
-  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { InputFileError } from '../../lib/artifacts';
+import { PredictorFailure } from '../../lib/retrievers/predictors';
 
 /**
  * Failure mapping for activities, in one place. Temporal retries an activity failure unless it is marked
@@ -30,4 +31,15 @@ export function nonRetryable(type: string, message: string, details?: unknown): 
 export function rethrowAsFailure(error: unknown, what?: string): never {
   if (error instanceof InputFileError) throw invalidInput(what ? `${what}: ${error.message}` : error.message);
   throw error;
+}
+
+/**
+ * A retriever failure that concerns every instance it was asked about (a refused API key, a model folder that
+ * cannot load, an endpoint that stays unreachable), as the activity failure its type names; else as
+ * `rethrowAsFailure`.
+ */
+export function rethrowPredictorFailure(error: unknown): never {
+  if (error instanceof PredictorFailure)
+    throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+  return rethrowAsFailure(error);
 }

@@ -1,5 +1,5 @@
 // The activity kit: what every activity shares. Activities import this folder and lib/, never each other.
 export { ProgressReporter } from './progress';
-export { configError, invalidInput, nonRetryable, rethrowAsFailure } from './failures';
+export { configError, invalidInput, nonRetryable, rethrowAsFailure, rethrowPredictorFailure } from './failures';
 export { activityClient, setActivityClient } from './deps';
 export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';

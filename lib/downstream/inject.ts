@@ -77,7 +77,8 @@ export function injectCandidateFiles(issue: string, candidates: readonly string[
 
 /**
  * The prompt of one configuration for one instance: `none` → the issue unchanged; `oracle` → the gold
- * patch's files (in patch order); `predictions` → `predictedFiles` (the retriever's list, best first). A
+ * patch's files (in patch order); `predictions` and `agent` → `predictedFiles` (the retriever's or the served
+ * policy's list, best first). A
  * predictions configuration without a prediction for the instance injects nothing, and says so in `dropped`
  * being empty and `files` being empty — the caller records it.
  */
@@ -97,6 +98,7 @@ export function promptForConfiguration(
       return injectCandidateFiles(instance.problem_statement, goldFilesFromPatch(instance.patch), k);
     }
     case 'predictions':
+    case 'agent':
       return injectCandidateFiles(instance.problem_statement, predictedFiles ?? [], k);
   }
 }

@@ -193,3 +193,94 @@ describe('planDownstreamRuns on a trained policy', () => {
     for (const h of trainedAfter) expect(before).not.toContain(h);
   });
 });
+
+describe('a configuration with source agent (a trained policy served for the stage)', () => {
+  const agentConfig = (configuration: Record<string, unknown>) =>
+    DownstreamConfigSchema.safeParse({
+      configurations: [{ name: 'baseline', source: 'none' }, configuration],
+      baseline: 'baseline',
+      agent: { kind: 'builtin', baseUrl: 'http://127.0.0.1:9/v1', model: 'frozen-coder' },
+      harness: { kind: 'local' },
+    });
+  const messages = (configuration: Record<string, unknown>) => {
+    const parsed = agentConfig(configuration);
+    return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  it('takes policy: trained or { run, checkpoint }, and refuses what does not go with it', () => {
+    expect(messages({ name: 'trained', source: 'agent', policy: 'trained', checkpoint: 'best' })).toEqual([]);
+    expect(messages({ name: 'earlier', source: 'agent', policy: { run: 'run-7', checkpoint: 4 }, concurrency: 2 })).toEqual([]);
+    expect(messages({ name: 'trained', source: 'agent' })).toEqual([
+      'configurations.1.policy: source "agent" needs policy: trained (this run\'s training) or policy: { run, checkpoint } (an earlier run)',
+    ]);
+    expect(messages({ name: 't', source: 'agent', policy: { run: 'r', checkpoint: 2 }, checkpoint: 3 })).toEqual([
+      'configurations.1.checkpoint: give the checkpoint once: in policy.checkpoint or in checkpoint',
+    ]);
+    expect(messages({ name: 'bm25', source: 'predictions', predictions: '/p.jsonl', policy: 'trained' })).toEqual([
+      'configurations.1.policy: only a configuration with source "agent" takes policy (this one has source "predictions")',
+    ]);
+    expect(messages({ name: 't', source: 'agent', policy: 'trained', predictions: '/p.jsonl' })).toEqual([
+      'configurations.1.predictions: only a configuration with source "predictions" takes predictions (this one has source "agent")',
+    ]);
+  });
+
+  it('is planned from the files its policy found, naming the checkpoint; without them the plan names the config key', async () => {
+    const downstream = agentConfig({ name: 'trained agent', source: 'agent', policy: 'trained' });
+    expect(downstream.success).toBe(true);
+    await expect(planDownstreamRuns({ runId: 'r', runDir: dir, config: downstream.data!, instancesFile, predictions: {} })).rejects.toThrow(
+      /downstream\.configurations\.1 \(trained agent\) has source "agent" but its policy's files were not retrieved/,
+    );
+
+    const { writeParquetArtifact } = await import('../artifacts');
+    const { evaluationPredictionsArrowSchema } = await import('../../schemas/evaluation');
+    const found = await writeParquetArtifact({
+      path: path.join(dir, 'candidates.parquet'),
+      schemaName: 'evaluation.predictions',
+      schemaVersion: 2,
+      arrowSchema: evaluationPredictionsArrowSchema,
+      rows: ['a-1', 'a-2'].map((instanceId) => ({
+        instanceId,
+        retriever: 'trained_agent',
+        kind: 'agent',
+        files: [`src/${instanceId}.py`],
+        ranked: null,
+        lineRanges: [],
+        modules: null,
+        functions: null,
+        turns: 2,
+        toolCalls: 1,
+        promptTokens: 10,
+        completionTokens: 5,
+        answerValid: true,
+        endReason: 'answered',
+        error: null,
+        ms: 1,
+        servedModel: 'r/step-00000002',
+        baseModel: '/models/tiny',
+        checkpointStep: 2,
+        adapterSha256: 'ab'.repeat(32),
+      })),
+      inputs: [],
+      configHash: 'f'.repeat(64),
+    });
+    const planning = await planDownstreamRuns({
+      runId: 'r',
+      runDir: dir,
+      config: downstream.data!,
+      instancesFile,
+      predictions: { 'trained agent': found },
+    });
+    const planned = planning.plan.configurations[1]!;
+    expect(planned).toMatchObject({ source: 'agent', predictionsFrom: { format: 'parquet', retriever: 'trained_agent' } });
+    expect(policyColumns(planned)).toEqual({
+      servedModel: 'r/step-00000002',
+      baseModel: '/models/tiny',
+      checkpointStep: 2,
+      adapterSha256: 'ab'.repeat(32),
+    });
+    expect(planning.plan.pairs.filter((p) => p.configuration === 'trained agent').map((p) => p.predictedFiles)).toEqual([
+      ['src/a-1.py'],
+      ['src/a-2.py'],
+    ]);
+  });
+});

@@ -1,3 +1,4 @@
+import { InputFileError } from '../artifacts';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import type { DownstreamConfig } from '../../schemas/downstream/config';
 import type { PendingRuns } from '../../schemas/downstream/activity-io';
@@ -48,11 +49,19 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
   const predictionInputs: ArtifactRef[] = [];
   for (const [index, configuration] of config.configurations.entries()) {
     const base = { name: configuration.name, source: configuration.source, ...(configuration.k ? { k: configuration.k } : {}) };
-    if (configuration.source !== 'predictions') {
+    if (configuration.source === 'none' || configuration.source === 'oracle') {
       planned.push({ ...base, predictionsFrom: null, missingPredictions: [], predictionErrors: [] });
       continue;
     }
-    const loaded = await loadPredictions(configuration, `downstream.configurations.${index}`, options.predictions[configuration.name]);
+    const where = `downstream.configurations.${index}`;
+    const artifact = options.predictions[configuration.name];
+    // An `agent` configuration's files are the served policy's, retrieved by the workflow before it plans.
+    if (configuration.source === 'agent' && artifact === undefined)
+      throw new InputFileError(
+        `${where}.policy`,
+        `${where} (${configuration.name}) has source "agent" but its policy's files were not retrieved: run it through the downstream workflow, which serves the policy`,
+      );
+    const loaded = await loadPredictions(configuration, where, artifact);
     predictedByConfiguration.set(configuration.name, loaded.files);
     if (loaded.from.policy) policyByConfiguration.set(configuration.name, loaded.from.policy.adapterSha256);
     const { uri, sha256, format } = loaded.from;

@@ -152,7 +152,8 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
             : '';
         const errors =
           c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
-        return `${c.name}: predictions from ${from}${k}${missing}${errors}.`;
+        const what = c.source === 'agent' ? 'files found by the served policy, from' : 'predictions from';
+        return `${c.name}: ${what} ${from}${k}${missing}${errors}.`;
       }),
     });
   }

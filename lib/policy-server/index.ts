@@ -12,6 +12,7 @@ export {
   PolicyServerStartError,
   freePort,
   policyServerFiles,
+  policyServerLogDir,
   servesCheckpoint,
   startPolicyServer,
   vllmLauncher,

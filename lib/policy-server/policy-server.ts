@@ -62,6 +62,11 @@ export class PolicyServerStartError extends Error {
   override readonly name = 'PolicyServerStartError';
 }
 
+/** The folder of one checkpoint's server in the run folder: its logs, its request log and its pid record. */
+export function policyServerLogDir(runDir: string, step: number): string {
+  return path.join(runDir, 'policy-servers', `step-${String(step).padStart(8, '0')}`);
+}
+
 export function policyServerFiles(logDir: string) {
   return {
     stdout: path.join(logDir, 'server.stdout.log'),

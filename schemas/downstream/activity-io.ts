@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ArtifactRefSchema } from '../artifact-ref';
+import { AgentRetrieverSchema } from '../evaluation/config';
+import { SandboxIsolationSchema } from '../sandbox';
 import { RepoSourceSchema } from '../worktrees';
 import { DownstreamAgentConfigSchema, DownstreamConfigSchema, DownstreamHarnessConfigSchema } from './config';
 import { DownstreamRunRowSchema } from './runs';
@@ -51,6 +53,28 @@ export const PlanDownstreamOutputSchema = z.object({
   warnings: z.array(z.string()),
 });
 export type PlanDownstreamOutput = z.infer<typeof PlanDownstreamOutputSchema>;
+
+/** A configuration with source `agent`: its served policy asked about every instance of the stage. */
+export const RetrieveDownstreamCandidatesInputSchema = z.object({
+  ...stageBase,
+  configuration: z.string(),
+  /** The agent retriever with the served checkpoint filled in (workflows/policy-server.ts `servedRetriever`). */
+  retriever: AgentRetrieverSchema,
+  instancesFile: z.string(),
+  instances: z.array(z.string()).optional(),
+  checkouts: CheckoutSourceSchema,
+  isolation: SandboxIsolationSchema.optional(),
+});
+export type RetrieveDownstreamCandidatesInput = z.input<typeof RetrieveDownstreamCandidatesInputSchema>;
+
+export const RetrieveDownstreamCandidatesOutputSchema = z.object({
+  /** Evaluation-predictions rows (with the served checkpoint's columns), read by the plan like a predictions file. */
+  predictions: ArtifactRefSchema,
+  instances: z.number().int(),
+  failed: z.number().int(),
+  reused: z.number().int(),
+});
+export type RetrieveDownstreamCandidatesOutput = z.infer<typeof RetrieveDownstreamCandidatesOutputSchema>;
 
 export const RunDownstreamPairInputSchema = z.object({
   ...stageBase,

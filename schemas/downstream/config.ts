@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { PolicyServerConfigSchema } from '../evaluation/config';
+import { CheckpointChoiceSchema, TrainedPolicySchema } from '../policy-server';
 import { SandboxConfigSchema } from '../sandbox';
 import { InjectionSourceSchema } from './injection';
 
@@ -43,8 +45,44 @@ export const DownstreamConfigurationSchema = z
     retriever: z.string().trim().min(1).optional(),
     /** Inject only the first k files (absent: all of them; App. E's K = 2 is applied by BM25 itself). */
     k: z.number().int().min(1, 'k must be at least 1 (leave it out to inject every file)').optional(),
+    /**
+     * `agent` only: the trained policy that finds the files, served by codegrep for the stage: `trained` is this
+     * run's training (in a pipeline, the checkpoints its training stage wrote), `{ run, checkpoint }` an earlier
+     * run's. It is asked with its own training config's answer format and turn limit.
+     */
+    policy: TrainedPolicySchema.optional(),
+    /** `agent` only: which checkpoint (`best`, `latest` or a step; default `best` when the run validates, else `latest`). */
+    checkpoint: CheckpointChoiceSchema.optional(),
+    /** `agent` only: episodes of the policy at once (default as the evaluation's agent retriever: 4). */
+    concurrency: z.number().int().min(1).max(64).optional(),
+    /** `agent` only: per-call timeout of the served policy in ms (default as the evaluation's agent retriever). */
+    timeoutMs: z.number().int().min(100).optional(),
   })
   .superRefine((configuration, ctx) => {
+    if (configuration.source === 'agent') {
+      if (configuration.policy === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policy'],
+          message: 'source "agent" needs policy: trained (this run\'s training) or policy: { run, checkpoint } (an earlier run)',
+        });
+      else if (
+        typeof configuration.policy === 'object' &&
+        configuration.policy.checkpoint !== undefined &&
+        configuration.checkpoint !== undefined
+      )
+        ctx.addIssue({ code: 'custom', path: ['checkpoint'], message: 'give the checkpoint once: in policy.checkpoint or in checkpoint' });
+    } else {
+      for (const key of ['policy', 'checkpoint', 'concurrency', 'timeoutMs'] as const) {
+        if (configuration[key] !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `only a configuration with source "agent" takes ${key} (this one has source "${configuration.source}")`,
+          });
+        }
+      }
+    }
     if (configuration.source !== 'predictions') {
       for (const key of ['predictions', 'retriever'] as const) {
         if (configuration[key] !== undefined) {
@@ -156,6 +194,8 @@ export const DownstreamConfigSchema = z
       .default(2 * 60 * 60_000),
     /** Runs at the same time (each one an agent plus a checkout; the harness runs tests). */
     concurrency: z.number().int().min(1).max(256).default(2),
+    /** Where `agent` configurations' policies are served (default: the evaluation section's `policyServer`). */
+    policyServer: PolicyServerConfigSchema.optional(),
     /** Bootstrap seed and resamples of Table 3's intervals (lib/metrics' bootstrapCI). */
     bootstrap: z
       .object({

@@ -17,9 +17,11 @@ import { agentScript, buildCalcFixture, pythonWithPytest, type CalcFixture } fro
  * The trained policy measured by the pipeline itself, on the real dev server: catm → environment → training
  * (the real trainer, a tiny random model, 2 GRPO steps on the CPU) → evaluation with an agent retriever
  * `policy: trained` (the GPU worker serves the run's newest checkpoint with trainer/serve.py and stops it
- * when the stage ends) → downstream injecting that retriever's files (the scripted frozen agent and the real
- * pytest harness). The tiny model answers garbage; what is asserted is that the served checkpoint answered:
- * its model name and adapter sha256 in every row, its request log, its row in the reports, no server left.
+ * when the stage ends) → downstream injecting that retriever's files, and, as a configuration of its own
+ * (`source: agent, policy: trained`), the files the policy finds when the downstream stage serves it itself
+ * (the scripted frozen agent and the real pytest harness). The tiny model answers garbage; what is asserted is
+ * that the served checkpoint answered: its model name and adapter sha256 in every row, its request log, its
+ * row in the reports, no server left, not even after its GPU worker was killed while it answered.
  */
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-trained-policy-it-'));
@@ -84,6 +86,7 @@ function pipelineInput(runId: string, extra: { temporal?: Record<string, unknown
       configurations: [
         { name: 'baseline', source: 'none' },
         { name: 'trained', source: 'predictions' },
+        { name: 'trained-agent', source: 'agent', policy: 'trained', checkpoint: 'latest', concurrency: 1, timeoutMs: 60_000 },
       ],
       baseline: 'baseline',
       agent: { kind: 'builtin', baseUrl: agent.baseUrl, model: 'frozen-coder', maxRounds: 10, maxAttempts: 1 },
@@ -130,6 +133,16 @@ function leftoverServers(runId: string): number[] {
   return found;
 }
 
+/** The served checkpoint's stdout: one `listening` line per server started (every server of a checkpoint appends to it). */
+const listeningPorts = (runId: string, step: number) =>
+  readFileSync(path.join(servedDir(runId, step), 'server.stdout.log'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"event": "listening"'))
+    .map((l) => (JSON.parse(l) as { port: number }).port);
+
+/** The first test's pipeline: its run's checkpoints and samples serve the tests after it. */
+let trainedRun: PipelineResult | null = null;
+
 async function runPipeline(runId: string, during?: () => Promise<void>): Promise<PipelineResult> {
   const { client, close } = await testClient();
   try {
@@ -156,6 +169,7 @@ describe('the trained policy, served and measured by the pipeline', () => {
       'evaluation:completed',
       'downstream:completed',
     ]);
+    trainedRun = result;
     const step = result.training!.step;
     expect(step).toBe(2);
     const sha = adapterSha(runId, step);
@@ -178,10 +192,32 @@ describe('the trained policy, served and measured by the pipeline', () => {
     }
     for (const row of predictions.filter((p) => p.retriever === 'bm25')) expect(row.adapterSha256).toBeNull();
 
-    // The server's own log: the requests came to this checkpoint, at least one per instance.
+    // The server's own log: the requests came to this checkpoint, one per turn of the evaluation's episodes and of
+    // the downstream stage's (its `agent` configuration asked the same checkpoint, served again for that stage).
     const requests = requestLog(runId, step);
-    expect(requests.length).toBeGreaterThanOrEqual(3);
     for (const request of requests) expect(request).toMatchObject({ model, step: 2, adapterSha256: sha });
+    const plan = JSON.parse(readFileSync(result.downstream!.plan.uri, 'utf8')) as {
+      configurations: { name: string; source: string; predictionsFrom: { uri: string } | null }[];
+    };
+    const agentSource = plan.configurations.find((c) => c.name === 'trained-agent')!;
+    expect(agentSource.source).toBe('agent');
+    const found = await readParquetObjects(agentSource.predictionsFrom!.uri);
+    expect(found).toHaveLength(3);
+    for (const row of found) {
+      expect(row).toMatchObject({
+        kind: 'agent',
+        servedModel: model,
+        checkpointStep: 2,
+        adapterSha256: sha,
+        baseModel: modelDir,
+        error: null,
+      });
+      expect(row.turns as number).toBeGreaterThanOrEqual(1);
+    }
+    const turns = (rows: Record<string, unknown>[]) => rows.reduce((sum, r) => sum + (r.turns as number), 0);
+    expect(requests.length).toBe(turns(trained) + turns(found));
+    // Two servers, one per stage, each on a port of its own choosing.
+    expect(listeningPorts(runId, step)).toHaveLength(2);
 
     // The reports: the trained row beside BM25 with intervals, and the checkpoint named.
     const summary = result.evaluation!.summaryValues;
@@ -204,17 +240,80 @@ describe('the trained policy, served and measured by the pipeline', () => {
     expect(readFileSync(result.evaluation!.report.markdown, 'utf8')).toContain(`adapter sha256 \`${sha}\``);
     const downstreamReport = readFileSync(result.downstream!.reportMarkdown, 'utf8');
     expect(downstreamReport).toContain(`the trained policy ${model} (base model ${modelDir}, step 2, adapter sha256 ${sha})`);
-    expect(result.downstream!.pairs).toBe(6);
+    expect(result.downstream!.pairs).toBe(9);
     // Each downstream run's row names the checkpoint that chose its injected files; the baseline's name none.
     const runs = await readParquetObjects(result.downstream!.runs.uri);
-    expect(
-      runs.filter((r) => r.configuration === 'trained').map((r) => [r.servedModel, r.baseModel, r.checkpointStep, r.adapterSha256]),
-    ).toEqual(Array.from({ length: 3 }, () => [model, modelDir, 2, sha]));
+    for (const configuration of ['trained', 'trained-agent'])
+      expect(
+        runs.filter((r) => r.configuration === configuration).map((r) => [r.servedModel, r.baseModel, r.checkpointStep, r.adapterSha256]),
+      ).toEqual(Array.from({ length: 3 }, () => [model, modelDir, 2, sha]));
+    // … and so does each run record.
+    const recordsDir = path.join(dataDir, runId, 'downstream', 'runs', 'trained-agent');
+    const records = readdirSync(recordsDir).filter((f) => f.endsWith('.json') && !/\.(manifest|trajectory)\.json$/.test(f));
+    expect(records).toHaveLength(3);
+    for (const file of records) {
+      const record = JSON.parse(readFileSync(path.join(recordsDir, file), 'utf8')) as { row: Record<string, unknown> };
+      expect(record.row).toMatchObject({ servedModel: model, baseModel: modelDir, checkpointStep: 2, adapterSha256: sha });
+    }
+    expect(downstreamReport).toContain('trained-agent: files found by the served policy, from');
     expect(runs.filter((r) => r.configuration === 'baseline').map((r) => r.adapterSha256)).toEqual([null, null, null]);
 
     // The stage ended: its server is gone.
     expect(existsSync(path.join(servedDir(runId, step), 'server.pid.json'))).toBe(false);
     expect(leftoverServers(runId)).toEqual([]);
+  }, 1_200_000);
+
+  it('reaps the server a killed GPU worker left answering, once the evaluation finished against it', async () => {
+    // The served run is the first test's (its checkpoint 2); this evaluation is a run of its own.
+    expect(trainedRun, "needs the first test's trained run").not.toBeNull();
+    const served = 'policy-it';
+    const runId = 'policy-orphan';
+    const requestsBefore = requestLog(served, 2).length;
+    const listeningBefore = listeningPorts(served, 2).length;
+    const { client, close } = await testClient();
+    let result: { predictions: { uri: string } };
+    try {
+      const handle = await client.workflow.start('evaluation', {
+        taskQueue: cpuQueue,
+        workflowId: `${runId}/evaluation`,
+        args: [
+          {
+            ...pipelineInput(runId, {
+              // Longer than the evaluation takes after the kill: the lost attempt is not retried (a retry would reap
+              // the server itself) before the shards finished against the orphan and the stage cancelled it.
+              temporal: { activityTimeouts: { policyServer: { heartbeatMs: 90_000 } } },
+            }),
+            stages: ['evaluation'],
+            evaluation: {
+              retrievers: [{ name: 'trained', kind: 'agent', policy: { run: served, checkpoint: 2 }, concurrency: 1, timeoutMs: 60_000 }],
+              policyServer: { backend: 'hf', readyTimeoutMs: 300_000 },
+            },
+            artifacts: { samples: trainedRun!.environment!.samples },
+          },
+        ],
+      });
+      // The server answered its first request: SIGKILL the GPU worker that started it (its process group; the
+      // server runs in a group of its own and answers on), then start a new GPU worker on the same queue.
+      const deadline = Date.now() + 600_000;
+      while (requestLog(served, 2).length === requestsBefore) {
+        if (Date.now() > deadline) throw new Error('the policy server never answered');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await killWorkerProcess(gpuWorker!);
+      gpuWorker = await spawnGpuWorkerProcess(gpuQueue, gpuEnv, path.join(work, 'gpu-worker.log'));
+      result = (await handle.result()) as { predictions: { uri: string } };
+    } finally {
+      await close();
+    }
+    // One server for this evaluation, never restarted: the shards finished against the one the killed worker left.
+    expect(listeningPorts(served, 2).length).toBe(listeningBefore + 1);
+    const trained = (await readParquetObjects(result.predictions.uri)).filter((p) => p.retriever === 'trained');
+    expect(trained).toHaveLength(3);
+    for (const row of trained)
+      expect(row).toMatchObject({ servedModel: `${served}/step-00000002`, adapterSha256: adapterSha(served, 2), error: null });
+    // … and once the evaluation ended, nothing of it is left.
+    expect(existsSync(path.join(servedDir(served, 2), 'server.pid.json'))).toBe(false);
+    expect(leftoverServers(served)).toEqual([]);
   }, 1_200_000);
 
   it('resumes when the server is killed mid-evaluation: a new server on the same URL, and no orphan left', async () => {
@@ -243,13 +342,11 @@ describe('the trained policy, served and measured by the pipeline', () => {
       'evaluation:completed',
       'downstream:completed',
     ]);
-    // A second server came up (two `listening` lines in the same stdout file: the same port, the same URL).
-    const listening = readFileSync(path.join(servedDir(runId, 2), 'server.stdout.log'), 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('"event": "listening"'))
-      .map((l) => (JSON.parse(l) as { port: number }).port);
-    expect(listening.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(listening).size).toBe(1);
+    // A second server came up for the evaluation (two `listening` lines in the same stdout file: the same port, the
+    // same URL); the last line is the downstream stage's own server (its `agent` configuration).
+    const evaluationServers = listeningPorts(runId, 2).slice(0, -1);
+    expect(evaluationServers.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(evaluationServers).size).toBe(1);
     const sha = adapterSha(runId, 2);
     const trained = (await readParquetObjects(result.evaluation!.predictions.uri)).filter((p) => p.retriever === 'trained');
     expect(trained).toHaveLength(3);
