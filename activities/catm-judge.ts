@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, openAppendLog, readAppendLog, writeParquetArtifact } from '../lib/artifacts';
-import { countVerdicts, knownJudgements, problemStatements, readMinedCandidates } from '../lib/labels/judge-artifacts';
+import { countVerdicts, problemStatements, readMinedCandidates } from '../lib/labels/judge-artifacts';
 import { JUDGE_PROMPT_VERSION } from '../lib/labels/judge-prompt';
-import { judgeCandidates, judgementKey, type JudgeRunCounts } from '../lib/labels/judge-run';
-import { LlmError } from '../lib/llm/errors';
+import { judgeCandidates, type JudgeRunCounts } from '../lib/labels/judge-run';
+import { judgementKey, knownJudgements } from '../lib/labels/judge-resume';
 import { JudgeInputSchema, type JudgeCounts, type JudgeInput, type JudgeOutput } from '../schemas/catm';
 import {
   JUDGEMENT_SCHEMA_NAME,
@@ -13,7 +13,7 @@ import {
   type JudgeCandidate,
   type Judgement,
 } from '../schemas/judge';
-import { ProgressReporter } from './kit';
+import { ProgressReporter, rethrowLlmFailure } from './kit';
 
 const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
   relevant: c.relevant,
@@ -93,9 +93,7 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
       },
     });
   } catch (error) {
-    if (error instanceof LlmError)
-      throw ApplicationFailure.create({ type: error.failureType, message: error.message, nonRetryable: error.nonRetryable });
-    throw error;
+    rethrowLlmFailure(error);
   } finally {
     progress.close();
     await shard.close();

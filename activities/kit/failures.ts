@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { InputFileError } from '../../lib/artifacts';
+import { LlmError } from '../../lib/llm/errors';
 
 /**
  * Failure mapping for activities, in one place. Temporal retries an activity failure unless it is marked
@@ -29,5 +30,28 @@ export function nonRetryable(type: string, message: string, details?: unknown): 
  */
 export function rethrowAsFailure(error: unknown, what?: string): never {
   if (error instanceof InputFileError) throw invalidInput(what ? `${what}: ${error.message}` : error.message);
+  throw error;
+}
+
+/**
+ * An error of lib/ that names its own failure type and whether retrying can help (`LlmError`, the retrievers'
+ * `PredictorFailure`): it becomes the failure it says, so workflows and the CLI match on `failureType`.
+ */
+export interface SelfDescribingError {
+  readonly failureType: string;
+  readonly nonRetryable: boolean;
+  readonly message: string;
+}
+
+export function describedFailure(error: SelfDescribingError): ApplicationFailure {
+  return ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+}
+
+/**
+ * Rethrows `error` as an activity failure when it is an `LlmError` (a refused API key is non-retryable, an
+ * endpoint that is down is retryable); anything else is rethrown as it is.
+ */
+export function rethrowLlmFailure(error: unknown): never {
+  if (error instanceof LlmError) throw describedFailure(error);
   throw error;
 }

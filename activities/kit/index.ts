@@ -1,5 +1,13 @@
 // The activity kit: what every activity shares. Activities import this folder and lib/, never each other.
 export { ProgressReporter } from './progress';
-export { configError, invalidInput, nonRetryable, rethrowAsFailure } from './failures';
+export {
+  configError,
+  describedFailure,
+  invalidInput,
+  nonRetryable,
+  rethrowAsFailure,
+  rethrowLlmFailure,
+  type SelfDescribingError,
+} from './failures';
 export { activityClient, setActivityClient } from './deps';
 export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';
