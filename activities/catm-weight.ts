@@ -6,7 +6,6 @@ import {
   readArtifactRows,
   readJsonArtifact,
   readRows,
-  sourceRef,
   writeJsonArtifact,
   writeParquetArtifact,
 } from '../lib/artifacts';
@@ -25,7 +24,7 @@ import {
   samplesArrowSchema,
   type CatmLabel,
 } from '../schemas/samples';
-import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
+import { inputSource, ProgressReporter, rethrowAsFailure } from './kit';
 
 const SUMMARY_SCHEMA = { name: 'catm.weight-summary', version: 1 } as const;
 
@@ -37,9 +36,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const input = WeightInputSchema.parse(rawInput);
   const outDir = path.join(input.runDir, 'catm');
   const summaryPath = path.join(outDir, 'weight-summary.json');
-  const instances = await sourceRef(input.instancesPath).catch((error: unknown) => {
-    throw invalidInput(`instances ${input.instancesPath}: ${(error as Error).message}`);
-  });
+  const instances = await inputSource('instances', input.instancesPath);
   const configHash = hashConfig({ stage: 'weight' });
   const labelInputs = [input.candidates, input.judgements];
   const sampleInputs = [...labelInputs, instances];

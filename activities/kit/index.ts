@@ -10,4 +10,5 @@ export {
   type SelfDescribingError,
 } from './failures';
 export { activityClient, setActivityClient } from './deps';
+export { inputSource } from './input-source';
 export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';
