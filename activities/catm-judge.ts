@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, openAppendLog, readAppendLog, writeParquetArtifact } from '../lib/artifacts';
-import { countVerdicts, knownJudgements, problemStatements, readMinedCandidates } from '../lib/labels/judge-artifacts';
+import { countVerdicts, problemStatements, readMinedCandidates } from '../lib/labels/judge-artifacts';
 import { JUDGE_PROMPT_VERSION } from '../lib/labels/judge-prompt';
-import { judgeCandidates, judgementKey, type JudgeRunCounts } from '../lib/labels/judge-run';
-import { LlmError } from '../lib/llm/errors';
+import { judgeCandidates, type JudgeRunCounts } from '../lib/labels/judge-run';
+import { judgementKey, knownJudgements } from '../lib/labels/judge-resume';
 import { JudgeInputSchema, type JudgeCounts, type JudgeInput, type JudgeOutput } from '../schemas/catm';
 import {
   JUDGEMENT_SCHEMA_NAME,
@@ -13,7 +13,7 @@ import {
   type JudgeCandidate,
   type Judgement,
 } from '../schemas/judge';
-import { ProgressReporter } from './kit';
+import { ProgressReporter, rethrowLlmFailure } from './kit';
 
 const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
   relevant: c.relevant,
@@ -61,14 +61,6 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   if (mode === 'none') log.warn('judge: no endpoint configured (judge.mode = none): every candidate is kept with verdict SKIPPED');
   else log.info('judge: starting', { model: input.judge.model, baseUrl: input.judge.baseUrl, resumed: known.size });
 
-  const wantedInstances = new Set<string>();
-  for await (const candidate of readMinedCandidates(input.candidates.uri)) wantedInstances.add(candidate.instanceId);
-  const statements = llm ? await problemStatements(input.instancesPath, wantedInstances) : new Map<string, string>();
-  async function* judgeInputs(): AsyncGenerator<JudgeCandidate> {
-    for await (const candidate of readMinedCandidates(input.candidates.uri))
-      yield { ...candidate, problemStatement: statements.get(candidate.instanceId) ?? '' };
-  }
-
   const shard = await openAppendLog(shardDir, `attempt-${ctx.info.attempt}-${process.pid}`);
   const progress = new ProgressReporter();
   const total = input.candidates.rows;
@@ -76,7 +68,7 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   let summary;
   try {
     summary = await judgeCandidates({
-      candidates: judgeInputs(),
+      candidates: await judgeInputs(input, llm !== null),
       alreadyJudged: new Set(known.keys()),
       llm: llm ? { ...llm, ...(apiKey ? { apiKey } : {}) } : null,
       concurrency: input.judge.concurrency,
@@ -93,26 +85,41 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
       },
     });
   } catch (error) {
-    if (error instanceof LlmError)
-      throw ApplicationFailure.create({ type: error.failureType, message: error.message, nonRetryable: error.nonRetryable });
-    throw error;
+    rethrowLlmFailure(error);
   } finally {
     progress.close();
     await shard.close();
   }
 
-  // One row per candidate, in candidate order, from the shards (the durable truth).
-  async function* rows(): AsyncGenerator<Judgement> {
-    for await (const candidate of readMinedCandidates(input.candidates.uri)) {
-      const judgement = known.get(judgementKey(candidate.trajectoryId, candidate.path));
-      if (!judgement) throw new Error(`judge: no judgement for ${candidate.trajectoryId} ${candidate.path} after the run`);
-      yield { ...judgement, error: judgement.error ?? null };
-    }
-  }
-  const judgements = await writeParquetArtifact({ path: judgementsPath, arrowSchema: judgementArrowSchema, rows: rows(), ...expectation });
+  const judgements = await writeParquetArtifact({
+    path: judgementsPath,
+    arrowSchema: judgementArrowSchema,
+    rows: judgementRows(input.candidates.uri, known),
+    ...expectation,
+  });
   const counts = { ...(await countVerdicts(judgements.uri)), resumed: summary.counts.resumed };
   progress.report({ stage: 'judge', done: total, total, unit: 'candidates', counts: verdictCounts(counts) });
   await progress.flush();
   log.info('judge: done', { ...counts, requests: summary.counts.requests, wallMs: Math.round(summary.wallMs) });
   return { judgements, counts, mode, cached: false };
+}
+
+/** The candidates with their task's problem statement (the prompt shows it; `judge: none` sends no prompt). */
+async function judgeInputs(input: JudgeInput, withStatements: boolean): Promise<AsyncGenerator<JudgeCandidate>> {
+  const wantedInstances = new Set<string>();
+  for await (const candidate of readMinedCandidates(input.candidates.uri)) wantedInstances.add(candidate.instanceId);
+  const statements = withStatements ? await problemStatements(input.instancesPath, wantedInstances) : new Map<string, string>();
+  return (async function* () {
+    for await (const candidate of readMinedCandidates(input.candidates.uri))
+      yield { ...candidate, problemStatement: statements.get(candidate.instanceId) ?? '' };
+  })();
+}
+
+/** One row per candidate, in candidate order, from the shards (the durable truth). */
+async function* judgementRows(candidatesUri: string, known: ReadonlyMap<string, Judgement>): AsyncGenerator<Judgement> {
+  for await (const candidate of readMinedCandidates(candidatesUri)) {
+    const judgement = known.get(judgementKey(candidate.trajectoryId, candidate.path));
+    if (!judgement) throw new Error(`judge: no judgement for ${candidate.trajectoryId} ${candidate.path} after the run`);
+    yield { ...judgement, error: judgement.error ?? null };
+  }
 }

@@ -1,14 +1,6 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import {
-  findCachedArtifact,
-  hashConfig,
-  readJsonArtifact,
-  readRows,
-  sourceRef,
-  writeJsonArtifact,
-  writeParquetArtifact,
-} from '../lib/artifacts';
+import { findCachedArtifact, hashConfig, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { MIN_REASONING_TOKENS } from '../lib/trajectories/catm-parameters';
 import { mineTrajectories } from '../lib/trajectories/mine-trajectories';
 import { MineInputSchema, type MineInput, type MineOutput } from '../schemas/catm';
@@ -18,7 +10,7 @@ import {
   MiningSummarySchema,
   minedCandidatesArrowSchema,
 } from '../schemas/mining';
-import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
+import { inputSource, ProgressReporter, rethrowAsFailure } from './kit';
 
 const SUMMARY_SCHEMA = { name: 'catm.mining-summary', version: 1 } as const;
 
@@ -28,9 +20,7 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
   const outDir = path.join(input.runDir, 'catm');
   const candidatesPath = path.join(outDir, 'candidates.parquet');
   const summaryPath = path.join(outDir, 'mining-summary.json');
-  const source = await sourceRef(input.trajectoriesPath).catch((error: unknown) => {
-    throw invalidInput(`trajectories ${input.trajectoriesPath}: ${(error as Error).message}`);
-  });
+  const source = await inputSource('trajectories', input.trajectoriesPath);
   const configHash = hashConfig({ stage: 'mine', minReasoningTokens: MIN_REASONING_TOKENS, tokenizer: 'qwen3' });
   const expect = { inputs: [source], configHash };
 

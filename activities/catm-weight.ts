@@ -6,7 +6,6 @@ import {
   readArtifactRows,
   readJsonArtifact,
   readRows,
-  sourceRef,
   writeJsonArtifact,
   writeParquetArtifact,
 } from '../lib/artifacts';
@@ -27,7 +26,7 @@ import {
   type CatmLabel,
   type SamplesSummary,
 } from '../schemas/samples';
-import { invalidInput, nonRetryable, ProgressReporter, rethrowAsFailure } from './kit';
+import { inputSource, nonRetryable, ProgressReporter, rethrowAsFailure } from './kit';
 
 const SUMMARY_SCHEMA = { name: 'catm.weight-summary', version: 1 } as const;
 
@@ -39,9 +38,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
   const input = WeightInputSchema.parse(rawInput);
   const outDir = path.join(input.runDir, 'catm');
   const summaryPath = path.join(outDir, 'weight-summary.json');
-  const instances = await sourceRef(input.instancesPath).catch((error: unknown) => {
-    throw invalidInput(`instances ${input.instancesPath}: ${(error as Error).message}`);
-  });
+  const instances = await inputSource('instances', input.instancesPath);
   const configHash = hashConfig({ stage: 'weight' });
   const labelInputs = [input.candidates, input.judgements];
   const sampleInputs = [...labelInputs, instances];

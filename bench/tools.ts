@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { quantile } from '../lib/metrics/summary';
 import { findExecutable, sandboxEnv } from '../lib/sandbox/executables';
 import { glob } from '../lib/sandbox/glob';
-import { grep } from '../lib/sandbox/grep';
+import { grep, RIPGREP_OUTPUT_ARGS } from '../lib/sandbox/grep';
 import { read } from '../lib/sandbox/read';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -189,21 +189,7 @@ export async function runToolsBench(argv: string[]): Promise<void> {
       }),
     );
 
-    const grepArgs = (p: string) => [
-      '--no-config',
-      '--color=never',
-      '--no-heading',
-      '--with-filename',
-      '--line-number',
-      '--null',
-      '--hidden',
-      '--no-ignore',
-      '--sort=path',
-      '--iglob=!.git',
-      '-e',
-      p,
-      '--',
-    ];
+    const grepArgs = (p: string) => [...RIPGREP_OUTPUT_ARGS, '--iglob=!.git', '-e', p, '--'];
     const pairs: Pair[] = [
       {
         tool: 'grep',

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { InputFileError } from '../../lib/artifacts';
+import { LlmError } from '../../lib/llm/errors';
 import { PredictorFailure } from '../../lib/retrievers/predictors';
 
 /**
@@ -34,12 +35,34 @@ export function rethrowAsFailure(error: unknown, what?: string): never {
 }
 
 /**
+ * An error of lib/ that names its own failure type and whether retrying can help (`LlmError`, the retrievers'
+ * `PredictorFailure`): it becomes the failure it says, so workflows and the CLI match on `failureType`.
+ */
+export interface SelfDescribingError {
+  readonly failureType: string;
+  readonly nonRetryable: boolean;
+  readonly message: string;
+}
+
+export function describedFailure(error: SelfDescribingError): ApplicationFailure {
+  return ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+}
+
+/**
+ * Rethrows `error` as an activity failure when it is an `LlmError` (a refused API key is non-retryable, an
+ * endpoint that is down is retryable); anything else is rethrown as it is.
+ */
+export function rethrowLlmFailure(error: unknown): never {
+  if (error instanceof LlmError) throw describedFailure(error);
+  throw error;
+}
+
+/**
  * A retriever failure that concerns every instance it was asked about (a refused API key, a model folder that
  * cannot load, an endpoint that stays unreachable), as the activity failure its type names; else as
  * `rethrowAsFailure`.
  */
 export function rethrowPredictorFailure(error: unknown): never {
-  if (error instanceof PredictorFailure)
-    throw ApplicationFailure.create({ type: error.failureType, nonRetryable: error.nonRetryable, message: error.message });
+  if (error instanceof PredictorFailure) throw describedFailure(error);
   return rethrowAsFailure(error);
 }

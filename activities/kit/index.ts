@@ -1,5 +1,15 @@
 // The activity kit: what every activity shares. Activities import this folder and lib/, never each other.
 export { ProgressReporter } from './progress';
-export { configError, invalidInput, nonRetryable, rethrowAsFailure, rethrowPredictorFailure } from './failures';
+export {
+  configError,
+  describedFailure,
+  invalidInput,
+  nonRetryable,
+  rethrowAsFailure,
+  rethrowLlmFailure,
+  rethrowPredictorFailure,
+  type SelfDescribingError,
+} from './failures';
 export { activityClient, setActivityClient } from './deps';
+export { inputSource } from './input-source';
 export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';

@@ -6,8 +6,8 @@ import { EDITOR_LIMITS, type EditorLimits } from '../sandbox/limits';
 import type { SandboxIsolation } from '../sandbox/namespace';
 import { guardPath, guardWritePath, isGitRefusedComponent } from '../sandbox/paths';
 import { displayPath, errorResult } from '../sandbox/tool-result';
+import { createKeyedLock } from '../locks/keyed-lock';
 import { chooseWriter, type FileWriter } from './editor-write';
-import { withKeyedLock } from './keyed-lock';
 
 export { EDITOR_LIMITS };
 
@@ -31,7 +31,7 @@ export { EDITOR_LIMITS };
  * - EDITOR_LIMITS (lib/sandbox/limits.ts) bound what one call and one episode may write: no file larger
  *   than `view` accepts, no old_str/new_str over maxEditStringBytes, at most maxCreatedFilesPerEpisode new
  *   files;
- * - one writer per file at a time (keyed-lock.ts): concurrent edits of one file apply one after another, each
+ * - one writer per file at a time (lib/locks/keyed-lock.ts): concurrent edits of one file apply one after another, each
  *   on the text the previous one left.
  * Files are edited as exact text (no tab expansion, line endings kept); binary, non-UTF-8 and oversized
  * files are refused, never rewritten. Never throws: every refusal is an error observation for the model.
@@ -180,6 +180,28 @@ async function lockKey(episode: Episode, userPath: string, expect: 'existing-fil
   return target.absolute;
 }
 
+/** One writer per file: concurrent edits of one file apply one after another (see the header). */
+const fileLocks = createKeyedLock();
+
+/**
+ * Runs `edit` on an existing text file under its lock, loaded under the lock so the text is what the previous
+ * writer of this file left. The path's refusals (outside the worktree, not a file, too large) come back as
+ * the tool's error.
+ */
+async function editLocked(
+  episode: Episode,
+  userPath: string,
+  edit: (loaded: Extract<Loaded, { ok: true }>, shown: string) => Promise<ToolResult>,
+): Promise<ToolResult> {
+  const key = await lockKey(episode, userPath, 'existing-file');
+  if (typeof key !== 'string') return key;
+  return fileLocks.run(key, async () => {
+    const loaded = await loadTextFile(episode, userPath, true);
+    if (!loaded.ok) return loaded.result;
+    return edit(loaded, displayPath(loaded.relative));
+  });
+}
+
 /** Rejects an old_str / new_str over the limit before any file is touched. */
 function oversizedString(episode: Episode, name: string, value: string | undefined): ToolResult | null {
   if (value === undefined) return null;
@@ -315,13 +337,7 @@ async function strReplace(episode: Episode, args: EditorArgs): Promise<ToolResul
   if (oldStr === newStr) return errorResult('No replacement was performed: new_str and old_str must be different.');
   const oversized = oversizedString(episode, 'old_str', oldStr) ?? oversizedString(episode, 'new_str', newStr);
   if (oversized) return oversized;
-  const key = await lockKey(episode, args.path, 'existing-file');
-  if (typeof key !== 'string') return key;
-  return withKeyedLock(key, async () => {
-    // Loaded under the lock: the text is what the previous writer of this file left.
-    const loaded = await loadTextFile(episode, args.path, true);
-    if (!loaded.ok) return loaded.result;
-    const shown = displayPath(loaded.relative);
+  return editLocked(episode, args.path, async (loaded, shown) => {
     const found = findOccurrences(loaded.text, oldStr);
     if (found.count === 0)
       return errorResult(`No replacement was performed, old_str \`${echo(oldStr)}\` did not appear verbatim in ${shown}.`);
@@ -352,12 +368,7 @@ async function insert(episode: Episode, args: EditorArgs): Promise<ToolResult> {
   const insertLine = args.insert_line;
   const oversized = oversizedString(episode, 'new_str', newStr);
   if (oversized) return oversized;
-  const key = await lockKey(episode, args.path, 'existing-file');
-  if (typeof key !== 'string') return key;
-  return withKeyedLock(key, async () => {
-    const loaded = await loadTextFile(episode, args.path, true);
-    if (!loaded.ok) return loaded.result;
-    const shown = displayPath(loaded.relative);
+  return editLocked(episode, args.path, async (loaded, shown) => {
     const { lines, trailingNewline } = splitLines(loaded.text);
     if (insertLine > lines.length) {
       return errorResult(`invalid insert_line ${insertLine}: it must be between 0 and ${lines.length} (the file's line count)`);
@@ -394,7 +405,7 @@ async function create(episode: Episode, args: EditorArgs): Promise<ToolResult> {
     );
   }
   episode.created += 1;
-  const result = await withKeyedLock(key, async (): Promise<ToolResult> => {
+  const result = await fileLocks.run(key, async (): Promise<ToolResult> => {
     const target = await guardWritePath(episode.root, args.path, 'new-file');
     if (!target.ok) {
       if (target.reason === 'exists') {

@@ -1,9 +1,9 @@
 import { readArtifactRows, readRows } from '../artifacts';
 import type { JudgeCounts } from '../../schemas/catm';
 import { parseInstanceRecord, problemStatementOf } from '../../schemas/instances';
-import { JudgementSchema, keepsFile, type JudgeVerdict, type Judgement } from '../../schemas/judge';
+import { JudgementSchema, keepsFile, type JudgeVerdict } from '../../schemas/judge';
 import { MinedCandidateSchema, type MinedCandidate } from '../../schemas/mining';
-import { judgementKey } from './judge-run';
+import { judgementKey } from './judge-resume';
 
 /** What the judge stage reads and writes around `judgeCandidates`: candidates, task texts, shards, counts. */
 
@@ -20,16 +20,6 @@ export async function problemStatements(instancesPath: string, wanted: ReadonlyS
       statements.set(parsed.instance.instance_id, problemStatementOf(parsed.instance) ?? '');
   }
   return statements;
-}
-
-/** The judgements an earlier attempt appended to the shards, by `judgementKey` (malformed lines are skipped). */
-export function knownJudgements(records: readonly unknown[]): Map<string, Judgement> {
-  const known = new Map<string, Judgement>();
-  for (const record of records) {
-    const parsed = JudgementSchema.safeParse(record);
-    if (parsed.success) known.set(judgementKey(parsed.data.trajectoryId, parsed.data.path), parsed.data);
-  }
-  return known;
 }
 
 /** The stage's counts, from a written judgements artifact (so a cache hit reports the same as the run). */

@@ -1,14 +1,16 @@
-import { z } from 'zod';
-import { JUDGE_REPLY_MAX_CHARS, JudgeCandidateSchema, type JudgeCandidate, type Judgement } from '../../schemas/judge';
-import { followAbort } from '../llm/abort';
-import { createChatCompletion } from '../llm/chat';
+import type { JudgeCandidate, Judgement } from '../../schemas/judge';
 import { createLlmClient } from '../llm/client';
-import { createLimiter, DEFAULT_LLM_CONCURRENCY } from '../llm/concurrency';
+import { DEFAULT_LLM_CONCURRENCY } from '../llm/concurrency';
 import type { LlmEndpoint } from '../llm/endpoint';
-import { LlmError, LlmRequestRejectedError, LlmRetriesExhaustedError } from '../llm/errors';
+import { LlmError } from '../llm/errors';
+import { createOrderedExecutor, type ExecutorStep } from '../llm/ordered-executor';
 import { DEFAULT_RETRY_POLICY, resolveRetryPolicy, type RetryPolicy } from '../llm/retry';
-import { buildJudgeMessages, DEFAULT_JUDGE_PROMPT_LIMITS, type JudgePromptLimits } from './judge-prompt';
-import { parseJudgeVerdict } from './judge-verdict';
+import { judgeOne, type JudgeCall } from './judge-one';
+import { DEFAULT_JUDGE_PROMPT_LIMITS, type JudgePromptLimits } from './judge-prompt';
+import { createCandidateGate } from './judge-resume';
+
+export { truncateReply } from './judge-one';
+export { judgementKey } from './judge-resume';
 
 /**
  * Running the CATM stage-2 judge over a stream of candidates (CodeGrep §3.4, App. A.2: 16 parallel calls,
@@ -34,12 +36,11 @@ import { parseJudgeVerdict } from './judge-verdict';
  *    fail the same way. Judgements already known are still delivered; calls in flight are cancelled.
  *  - `onJudgement` throwing, or the input stream throwing, also aborts the run with that error.
  *  - Aborting `signal` cancels the calls in flight and rejects with the signal's reason.
+ *
+ * The pieces: judge-resume.ts (which candidates still need a verdict), lib/llm/ordered-executor.ts (bounded
+ * concurrency, one item of read-ahead, one delivery at a time, stop and abort), judge-one.ts (one request, its
+ * retries, the verdict). This file wires them and keeps the counts.
  */
-
-/** How a caller keys judgements it already holds: one per (trajectory, file). */
-export function judgementKey(trajectoryId: string, path: string): string {
-  return `${trajectoryId}\u0000${path}`;
-}
 
 export interface JudgeRunCounts {
   /** Candidates read from the input. */
@@ -113,14 +114,6 @@ export class JudgeEndpointFailingError extends LlmError {
 
 export const DEFAULT_MAX_CONSECUTIVE_ERRORS = 2 * DEFAULT_LLM_CONCURRENCY;
 
-/** Cuts to JUDGE_REPLY_MAX_CHARS, ending in "…" when cut, never splitting a surrogate pair. */
-export function truncateReply(text: string, maxChars: number = JUDGE_REPLY_MAX_CHARS): string {
-  if (text.length <= maxChars) return text;
-  let head = text.slice(0, maxChars - 1);
-  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
-  return `${head}…`;
-}
-
 function emptyCounts(): JudgeRunCounts {
   return {
     candidates: 0,
@@ -142,183 +135,98 @@ export async function judgeCandidates(options: JudgeRunOptions): Promise<JudgeRu
   const counts = emptyCounts();
   const invalidExamples: string[] = [];
   const maxConsecutiveErrors = options.maxConsecutiveErrors ?? DEFAULT_MAX_CONSECUTIVE_ERRORS;
-  const concurrency = options.concurrency ?? DEFAULT_LLM_CONCURRENCY;
-  const policy = resolveRetryPolicy({
-    ...options.backoff,
-    maxAttempts: options.maxAttempts ?? DEFAULT_RETRY_POLICY.maxAttempts,
-    timeoutMs: options.timeoutMs ?? DEFAULT_RETRY_POLICY.timeoutMs,
-  });
-  const promptLimits = { ...DEFAULT_JUDGE_PROMPT_LIMITS, ...options.promptLimits };
   const client = options.llm ? createLlmClient(options.llm) : null;
   const model = client?.endpoint.model ?? null;
-  const limiter = createLimiter(concurrency);
 
-  // `fatal` stops the run; `internal` cancels the calls in flight when it is set or when the caller aborts.
-  const internal = new AbortController();
-  const unlinkCaller = followAbort(options.signal, internal);
-  const callSignal = internal.signal;
-  let fatal: { error: unknown } | undefined;
-  const stop = (error: unknown) => {
-    if (fatal) return;
-    fatal = { error };
-    internal.abort(error);
-  };
-  const stopped = () => fatal !== undefined || options.signal?.aborted === true;
-
-  const progress = () => options.onProgress?.({ ...counts });
-
-  let sinkFailed = false;
-  let delivery: Promise<void> = Promise.resolve();
-  const deliver = (judgement: Judgement): Promise<void> => {
-    delivery = delivery.then(async () => {
-      if (sinkFailed) return;
-      try {
-        await options.onJudgement(judgement);
-      } catch (error) {
-        sinkFailed = true;
-        stop(error);
-        return;
-      }
-      tally(judgement);
+  const progress = () => options.onProgress?.({ ...counts, inFlight: executor.inFlight });
+  const executor = createOrderedExecutor<Judgement>({
+    concurrency: options.concurrency ?? DEFAULT_LLM_CONCURRENCY,
+    signal: options.signal,
+    async deliver(judgement) {
+      await options.onJudgement(judgement);
+      tally(counts, judgement);
       try {
         progress();
       } catch (error) {
-        stop(error);
+        executor.stop(error);
       }
-    });
-    return delivery;
-  };
+    },
+  });
 
-  function tally(judgement: Judgement): void {
-    switch (judgement.verdict) {
-      case 'RELEVANT':
-        counts.relevant += 1;
-        break;
-      case 'NOT_RELEVANT':
-        counts.notRelevant += 1;
-        break;
-      case 'SKIPPED':
-        counts.skipped += 1;
-        break;
-      case 'DEFAULTED':
-        if (judgement.error) counts.errors += 1;
-        else counts.defaulted += 1;
-        break;
-    }
-  }
-
+  // Failures after every retry, in a row with no success between them: the endpoint is down, not the items.
   let consecutiveErrors = 0;
-
-  const judgeOne = async (candidate: JudgeCandidate): Promise<Judgement> => {
-    if (!client) throw new Error('judgeOne needs an LLM client');
-    const callStarted = performance.now();
-    let retries = 0;
-    const base = { trajectoryId: candidate.trajectoryId, instanceId: candidate.instanceId, path: candidate.path, model };
-    try {
-      const { completion, attempts } = await createChatCompletion(
-        client,
-        {
-          messages: buildJudgeMessages(candidate, promptLimits),
-          ...(options.temperature === null ? {} : { temperature: options.temperature ?? 0 }),
-          ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
-        },
-        { policy, signal: callSignal, onRetry: () => (retries += 1) },
-      );
-      counts.requests += attempts;
+  const call: JudgeCall | null = client && {
+    client,
+    policy: resolveRetryPolicy({
+      ...options.backoff,
+      maxAttempts: options.maxAttempts ?? DEFAULT_RETRY_POLICY.maxAttempts,
+      timeoutMs: options.timeoutMs ?? DEFAULT_RETRY_POLICY.timeoutMs,
+    }),
+    promptLimits: { ...DEFAULT_JUDGE_PROMPT_LIMITS, ...options.promptLimits },
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    onRequests: (count) => (counts.requests += count),
+  };
+  const judgeCounted = async (call: JudgeCall, candidate: JudgeCandidate, signal: AbortSignal): Promise<Judgement> => {
+    const judgement = await judgeOne(candidate, call, signal);
+    if (typeof judgement.error !== 'string') {
       consecutiveErrors = 0;
-      const content = completion.choices[0]?.message.content ?? '';
-      const parsed = parseJudgeVerdict(content);
-      return {
-        ...base,
-        verdict: parsed.verdict,
-        reply: truncateReply(parsed.answer !== '' ? parsed.answer : content),
-        attempts,
-        latencyMs: performance.now() - callStarted,
-      };
-    } catch (error) {
-      counts.requests += retries + 1;
-      if (callSignal.aborted) throw error;
-      if (!(error instanceof LlmRetriesExhaustedError || error instanceof LlmRequestRejectedError)) throw error;
-      consecutiveErrors += 1;
-      if (consecutiveErrors >= maxConsecutiveErrors) {
-        stop(new JudgeEndpointFailingError(client.endpoint.baseUrl, consecutiveErrors, error.message));
-      }
-      return {
-        ...base,
-        verdict: 'DEFAULTED',
-        reply: '',
-        attempts: error instanceof LlmRetriesExhaustedError ? error.attempts : retries + 1,
-        latencyMs: performance.now() - callStarted,
-        error: error.message,
-      };
+    } else if (++consecutiveErrors >= maxConsecutiveErrors) {
+      executor.stop(new JudgeEndpointFailingError(call.client.endpoint.baseUrl, consecutiveErrors, judgement.error));
     }
+    return judgement;
   };
 
-  const launched = new Set<string>();
-  try {
-    for await (const raw of options.candidates) {
-      if (stopped()) break;
-      counts.candidates += 1;
-      const parsed = JudgeCandidateSchema.safeParse(raw);
-      if (!parsed.success) {
+  const admit = createCandidateGate(options.alreadyJudged);
+  await executor.run(options.candidates, (raw): ExecutorStep<Judgement> => {
+    counts.candidates += 1;
+    const admission = admit(raw, counts.candidates);
+    if (admission.kind !== 'new') {
+      if (admission.kind === 'invalid') {
         counts.invalid += 1;
-        if (invalidExamples.length < 10) {
-          invalidExamples.push(`candidate #${counts.candidates}: ${z.prettifyError(parsed.error).replace(/\n/g, ' ')}`);
-        }
-        progress();
-        continue;
-      }
-      const candidate = parsed.data;
-      const key = judgementKey(candidate.trajectoryId, candidate.path);
-      if (options.alreadyJudged.has(key)) {
-        counts.resumed += 1;
-        progress();
-        continue;
-      }
-      if (launched.has(key)) {
-        counts.duplicates += 1;
-        progress();
-        continue;
-      }
-      launched.add(key);
-
-      if (!client) {
-        await deliver({
-          trajectoryId: candidate.trajectoryId,
-          instanceId: candidate.instanceId,
-          path: candidate.path,
-          verdict: 'SKIPPED',
-          reply: '',
-          attempts: 0,
-          model: null,
-          latencyMs: 0,
-        });
-        continue;
-      }
-
-      const release = await limiter.acquire();
-      if (stopped()) {
-        release();
-        break;
-      }
-      counts.inFlight += 1;
-      void judgeOne(candidate)
-        .then(deliver, stop)
-        .catch(stop)
-        .finally(() => {
-          counts.inFlight -= 1;
-          release();
-        });
+        if (invalidExamples.length < 10) invalidExamples.push(admission.message);
+      } else if (admission.kind === 'resumed') counts.resumed += 1;
+      else counts.duplicates += 1;
+      progress();
+      return { kind: 'skip' };
     }
-  } catch (error) {
-    stop(error);
-  }
-  await limiter.idle();
-  await delivery;
-  unlinkCaller();
+    const { candidate } = admission;
+    if (!call) return { kind: 'deliver', result: skippedJudgement(candidate) };
+    return { kind: 'run', task: (signal) => judgeCounted(call, candidate, signal) };
+  });
   progress();
-
-  if (options.signal?.aborted) throw options.signal.reason;
-  if (fatal) throw fatal.error;
+  executor.throwIfStopped();
   return { counts: { ...counts }, invalidExamples, model, wallMs: performance.now() - started };
+}
+
+/** `judge: none`: the candidate is kept unjudged, without a request. */
+function skippedJudgement(candidate: JudgeCandidate): Judgement {
+  return {
+    trajectoryId: candidate.trajectoryId,
+    instanceId: candidate.instanceId,
+    path: candidate.path,
+    verdict: 'SKIPPED',
+    reply: '',
+    attempts: 0,
+    model: null,
+    latencyMs: 0,
+  };
+}
+
+function tally(counts: JudgeRunCounts, judgement: Judgement): void {
+  switch (judgement.verdict) {
+    case 'RELEVANT':
+      counts.relevant += 1;
+      break;
+    case 'NOT_RELEVANT':
+      counts.notRelevant += 1;
+      break;
+    case 'SKIPPED':
+      counts.skipped += 1;
+      break;
+    case 'DEFAULTED':
+      if (judgement.error) counts.errors += 1;
+      else counts.defaulted += 1;
+      break;
+  }
 }

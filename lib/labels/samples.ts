@@ -84,6 +84,48 @@ export type SamplesRun = {
   summary(): SamplesSummary;
 };
 
+type SampleCounts = Record<'samplesWithCatm' | 'catmOnlyTargets' | 'labelsUsed' | 'labelsRepoMismatch', number>;
+
+/**
+ * One instance's sample: its gold files merged with its retained CATM labels (the strongest per path). Labels
+ * that name another repo than the instance are counted and noted, never merged.
+ */
+function toSample(
+  instance: InstanceRow,
+  goldFiles: string[],
+  labels: RetainedLabelIndex,
+  counts: SampleCounts,
+  note: (ordinal: number | null, reason: string, detail: string) => void,
+): Sample {
+  const own = labels.byInstance.get(instance.instance_id) ?? [];
+  const sameRepo = own.filter((l) => l.repo === instance.repo);
+  if (sameRepo.length < own.length) {
+    counts.labelsRepoMismatch += own.length - sameRepo.length;
+    note(
+      null,
+      'labelRepoMismatch',
+      `${own.length - sameRepo.length} label(s) of ${instance.instance_id} name another repo than ${instance.repo}`,
+    );
+  }
+  counts.labelsUsed += sameRepo.length;
+  const catmFiles = strongestPerPath(sameRepo);
+  const targetFiles = mergeTargetFiles(goldFiles, catmFiles);
+  if (catmFiles.length > 0) counts.samplesWithCatm++;
+  counts.catmOnlyTargets += targetFiles.length - goldFiles.length;
+  const usePatch = instance.use_patch === true;
+  return {
+    instanceId: instance.instance_id,
+    repo: instance.repo,
+    baseCommit: usePatch ? null : instance.base_commit!,
+    problemStatement: problemStatementOf(instance)!,
+    bugPatch: usePatch ? instance.patch : null,
+    bugPatchSha256: usePatch ? sha256Hex(instance.patch) : null,
+    goldFiles,
+    catmFiles,
+    targetFiles,
+  };
+}
+
 /**
  * Streams instance rows into samples. An instance with no retained label keeps its gold-only target set. A bad
  * instance row (bad column, unparseable patch, repeated id) is counted and skipped; the others go on.
@@ -104,36 +146,6 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
     skipped[reason]++;
     note(ordinal, reason, detail);
   };
-
-  function toSample(instance: InstanceRow, goldFiles: string[]): Sample {
-    const own = labels.byInstance.get(instance.instance_id) ?? [];
-    const sameRepo = own.filter((l) => l.repo === instance.repo);
-    if (sameRepo.length < own.length) {
-      counts.labelsRepoMismatch += own.length - sameRepo.length;
-      note(
-        null,
-        'labelRepoMismatch',
-        `${own.length - sameRepo.length} label(s) of ${instance.instance_id} name another repo than ${instance.repo}`,
-      );
-    }
-    counts.labelsUsed += sameRepo.length;
-    const catmFiles = strongestPerPath(sameRepo);
-    const targetFiles = mergeTargetFiles(goldFiles, catmFiles);
-    if (catmFiles.length > 0) counts.samplesWithCatm++;
-    counts.catmOnlyTargets += targetFiles.length - goldFiles.length;
-    const usePatch = instance.use_patch === true;
-    return {
-      instanceId: instance.instance_id,
-      repo: instance.repo,
-      baseCommit: usePatch ? null : instance.base_commit!,
-      problemStatement: problemStatementOf(instance)!,
-      bugPatch: usePatch ? instance.patch : null,
-      bugPatchSha256: usePatch ? sha256Hex(instance.patch) : null,
-      goldFiles,
-      catmFiles,
-      targetFiles,
-    };
-  }
 
   async function* samples(): AsyncGenerator<Sample, void, undefined> {
     for await (const record of instances) {
@@ -169,7 +181,7 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
       }
       counts.samplesWritten++;
       sampled.add(instance.instance_id);
-      yield toSample(instance, goldFiles);
+      yield toSample(instance, goldFiles, labels, counts, note);
     }
     for (const [instanceId, list] of labels.byInstance) {
       if (sampled.has(instanceId)) continue;

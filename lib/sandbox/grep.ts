@@ -52,6 +52,23 @@ function includePrefilter(glob: string): string | null {
   return last && !/[\\{}[\]]|\*\*/.test(last) ? last : null;
 }
 
+/**
+ * How the sandbox's grep runs ripgrep, whatever the pattern: no config file, `path\0line:text` lines sorted by
+ * path, hidden and ignored files included (the files GNU grep sees). bench/tools.ts runs raw ripgrep with the
+ * same arguments as its reference.
+ */
+export const RIPGREP_OUTPUT_ARGS: readonly string[] = [
+  '--no-config',
+  '--color=never',
+  '--no-heading',
+  '--with-filename',
+  '--line-number',
+  '--null',
+  '--hidden',
+  '--no-ignore',
+  '--sort=path',
+];
+
 function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, operand: string | null, glob: string | undefined): Stage {
   const paths = operand === null ? [] : [operand];
   if (engine === 'rg') {
@@ -62,15 +79,7 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
       // exclusion is an --iglob (ripgrep applies those after every --glob; the last match wins), so a user
       // glob like '*' cannot re-include `.git` in any letter case; no -L: symlinks are not followed.
       args: [
-        '--no-config',
-        '--color=never',
-        '--no-heading',
-        '--with-filename',
-        '--line-number',
-        '--null',
-        '--hidden',
-        '--no-ignore',
-        '--sort=path',
+        ...RIPGREP_OUTPUT_ARGS,
         `--threads=${SANDBOX_LIMITS.maxSearchThreads}`,
         ...globs,
         '--iglob=!.git',

@@ -210,27 +210,24 @@ const CAT: ProgramOptions = {
   denied: {},
 };
 
+/** head and tail take the same options (GNU coreutils); tail's following options are denied below. */
+const HEAD_TAIL_FLAGS = [
+  flag('n', 'lines', signedNumber),
+  flag('c', 'bytes', signedNumber),
+  flag('q', 'quiet'),
+  flag(undefined, 'silent'),
+  flag('v', 'verbose'),
+];
+
 const HEAD: ProgramOptions = {
   program: 'head',
-  flags: [
-    flag('n', 'lines', signedNumber),
-    flag('c', 'bytes', signedNumber),
-    flag('q', 'quiet'),
-    flag(undefined, 'silent'),
-    flag('v', 'verbose'),
-  ],
+  flags: HEAD_TAIL_FLAGS,
   denied: {},
 };
 
 const TAIL: ProgramOptions = {
   program: 'tail',
-  flags: [
-    flag('n', 'lines', signedNumber),
-    flag('c', 'bytes', signedNumber),
-    flag('q', 'quiet'),
-    flag(undefined, 'silent'),
-    flag('v', 'verbose'),
-  ],
+  flags: HEAD_TAIL_FLAGS,
   denied: {
     '-f': 'following a file never ends',
     '--follow': 'following a file never ends',

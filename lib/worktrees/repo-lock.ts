@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { createKeyedLock } from '../locks/keyed-lock';
 import { WorktreeError } from './errors';
 
 /**
@@ -36,11 +37,11 @@ const UNREADABLE_STALE_MS = 5_000;
 const BREAKER_STALE_MS = 10_000;
 
 const heldTokens = new Set<string>();
-const tails = new Map<string, Promise<void>>();
+const processMutex = createKeyedLock();
 
 export async function withRepoLock<T>(lockPath: string, fn: () => Promise<T>, opts: LockOptions = {}): Promise<T> {
   const key = path.resolve(lockPath);
-  return withProcessMutex(key, async () => {
+  return processMutex.run(key, async () => {
     const lock = await acquireFileLock(key, opts);
     try {
       return await fn();
@@ -48,21 +49,6 @@ export async function withRepoLock<T>(lockPath: string, fn: () => Promise<T>, op
       await lock.release();
     }
   });
-}
-
-async function withProcessMutex<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const previous = tails.get(key) ?? Promise.resolve();
-  let release!: () => void;
-  const mine = new Promise<void>((r) => (release = r));
-  const tail = previous.then(() => mine);
-  tails.set(key, tail);
-  await previous;
-  try {
-    return await fn();
-  } finally {
-    release();
-    if (tails.get(key) === tail) tails.delete(key);
-  }
 }
 
 export interface FileLock {
