@@ -18,4 +18,6 @@ export { trainSegment, inspectTrainingRun } from './training';
 export { writeTrainingReport } from './training-report';
 export { recordValidation, splitValidation } from './training-validation';
 export { publishToStore } from './store-publish'; // store (issue #13)
+export { planRftSampling, sampleRftShard, collectRftTrajectories, writeRftTrajectories } from './rft'; // CodeScout §4.1 RFT
+export { fineTuneRft } from './rft-sft'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows

@@ -9,6 +9,7 @@
  * heartbeat timeout; the retry reaps the trainer it left behind first.
  */
 import { servePolicy } from '../activities/policy-server';
+import { fineTuneRft } from '../activities/rft-sft';
 import { trainSegment } from '../activities/training';
 import { setNodeDataDir } from '../lib/store-sync';
 import { temporalConfig } from '../temporal.config';
@@ -27,7 +28,7 @@ export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<R
   if (options.dataDir) setNodeDataDir(options.dataDir);
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.gpu,
-    activities: { trainSegment, servePolicy },
+    activities: { trainSegment, servePolicy, fineTuneRft },
     // One trainer or one policy server owns the accelerator: never two at once on one node.
     maxConcurrentActivityTaskExecutions: 1,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,

@@ -1,0 +1,116 @@
+import path from 'node:path';
+import { Context, log } from '@temporalio/activity';
+import { findCachedArtifact, hashConfig, writeParquetArtifact } from '../lib/artifacts';
+import { LlmError } from '../lib/llm/errors';
+import * as rft from '../lib/rft';
+import {
+  CollectRftInputSchema,
+  PlanRftInputSchema,
+  RFT_SCHEMA_VERSION,
+  RFT_SHARD_SCHEMA_NAME,
+  SampleRftShardInputSchema,
+  WriteRftTrajectoriesInputSchema,
+  rftTrajectoryColumns,
+  type CollectRftInput,
+  type CollectRftOutput,
+  type PlanRftInput,
+  type RftPlan,
+  type SampleRftShardInput,
+  type SampleRftShardOutput,
+  type WriteRftTrajectoriesInput,
+} from '../schemas/rft';
+import type { ArtifactRef } from '../schemas/artifact-ref';
+import { invalidInput, nonRetryable, ProgressReporter } from './kit';
+
+/** The RFT split and plan (lib/rft planRft): the RL training samples without the RFT instances, and the sampling's hash. */
+export async function planRftSampling(rawInput: PlanRftInput): Promise<RftPlan> {
+  const input = PlanRftInputSchema.parse(rawInput);
+  try {
+    return await rft.planRft(input);
+  } catch (error) {
+    if (error instanceof rft.RftPlanError) throw invalidInput(error.message);
+    throw error;
+  }
+}
+
+/**
+ * One shard of RFT's teacher sampling (lib/rft sampleRftShard): each finished rollout is in the shard's log as
+ * soon as it completes, so a retry after a killed worker asks the teacher only for the rest; the finished
+ * shard is a Parquet artifact, a cache hit for any later run of the same plan and teacher.
+ */
+export async function sampleRftShard(rawInput: SampleRftShardInput): Promise<SampleRftShardOutput> {
+  const input = SampleRftShardInputSchema.parse(rawInput);
+  const { plan, teacher } = input;
+  const shardDir = path.join(
+    rft.rftLayout(input.runDir).shards,
+    hashConfig({ plan: plan.planHash, teacher: teacher.identity }).slice(0, 16),
+  );
+  const name = `shard-${String(input.shardIndex).padStart(4, '0')}-of-${String(plan.shardCount).padStart(4, '0')}`;
+  const shardPath = path.join(shardDir, `${name}.parquet`);
+  const expectation = {
+    schemaName: RFT_SHARD_SCHEMA_NAME,
+    schemaVersion: RFT_SCHEMA_VERSION,
+    inputs: [input.rftSamples] as ArtifactRef[],
+    configHash: hashConfig({ stage: 'rft-shard', plan: plan.planHash, teacher: teacher.identity, shard: input.shardIndex }),
+  };
+  const cached = await findCachedArtifact(shardPath, expectation);
+  if (cached) {
+    const rows = await rft.readRftRows(cached.uri);
+    return { shard: cached, cached: true, sampled: rows.length, kept: rows.filter((r) => r.kept).length, resumed: rows.length };
+  }
+  const ids = (await rft.planRftInstanceIds(input.rftSamples.uri)).slice();
+  const instanceIds = rft.rftShardInstances(ids, input.rft.shardSize, input.shardIndex);
+  const apiKey = teacher.apiKeyEnv ? process.env[teacher.apiKeyEnv]?.trim() || undefined : undefined;
+  const heartbeat = new ProgressReporter();
+  const unit = `rollouts of RFT shard ${input.shardIndex + 1}/${plan.shardCount}`;
+  let sampled: Awaited<ReturnType<typeof rft.sampleRftShard>>;
+  try {
+    sampled = await rft.sampleRftShard({
+      logDir: path.join(shardDir, 'log', name),
+      shardName: 'rollouts',
+      samplesUri: input.rftSamples.uri,
+      instanceIds,
+      options: {
+        endpoint: { baseUrl: teacher.baseUrl, model: teacher.model, ...(apiKey ? { apiKey } : {}) },
+        teacher: teacher.label,
+        rft: input.rft,
+        training: input.training,
+        signal: Context.current().cancellationSignal,
+      },
+      onRollout: (done) => heartbeat.report({ stage: 'sample', done, total: instanceIds.length, unit, counts: {} }),
+    });
+  } catch (error) {
+    // A refused key or an unknown model fails without retry; an unreachable teacher is retried by Temporal.
+    if (error instanceof LlmError && error.nonRetryable)
+      throw nonRetryable(error.failureType, `RFT teacher ${teacher.label}: ${error.message}`);
+    throw error;
+  } finally {
+    heartbeat.close();
+  }
+  const shard = await writeParquetArtifact({
+    path: shardPath,
+    arrowSchema: rftTrajectoryColumns.arrowSchema(),
+    rows: sampled.rows,
+    ...expectation,
+  });
+  const kept = sampled.rows.filter((r) => r.kept).length;
+  log.info('rft: shard sampled', { shard: input.shardIndex, rollouts: sampled.rows.length, kept, resumed: sampled.resumed });
+  return { shard, cached: false, sampled: sampled.rows.length, kept, resumed: sampled.resumed };
+}
+
+/** Every shard's rollouts as `rft/sampled.parquet`, and the kept ones as trainer.sft's examples file. */
+export async function collectRftTrajectories(rawInput: CollectRftInput): Promise<CollectRftOutput> {
+  const input = CollectRftInputSchema.parse(rawInput);
+  const collected = await rft.collectRft(input.runDir, input.shards);
+  if (collected.kept === 0)
+    throw invalidInput(
+      `rft: none of the ${collected.total} sampled rollouts reached the keep threshold (${collected.failed} failed); nothing to fine-tune on (see ${collected.sampled.uri})`,
+    );
+  return collected;
+}
+
+/** The RFT artifact: every rollout with its kept flag, and the kept ones' token ids and policy mask (trainer.sft's tokens_out). */
+export async function writeRftTrajectories(rawInput: WriteRftTrajectoriesInput): Promise<ArtifactRef> {
+  const input = WriteRftTrajectoriesInputSchema.parse(rawInput);
+  return rft.writeRftTrajectories(input.runDir, input.sampled, input.tokensPath);
+}
