@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { hashConfig, writeParquetArtifact } from '../artifacts';
+import { hashConfig, writeBytesAtomically, writeParquetArtifact } from '../artifacts';
 import { LineTail, startProcessGroup } from '../process';
 import { reapStaleTrainer, removePidFile, writePidFile } from '../training/trainer-pid-file';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
@@ -284,7 +284,7 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
     configHash,
   });
   const result = { checkpoint: newest.path, steps: newest.step, metrics, tokensPath: layout.tokens, attempts: attempt };
-  await writeFile(layout.done, JSON.stringify({ configHash, checkpoint: newest.path, result }, null, 2) + '\n');
+  await writeBytesAtomically(layout.done, JSON.stringify({ configHash, checkpoint: newest.path, result }, null, 2) + '\n');
   return { ...result, cached: false };
 }
 

@@ -140,6 +140,8 @@ describe('the rft stage survives killed workers', () => {
         .filter((r) => r.receivedAt > killedAt)
         .map((r) => String((r.body?.messages as { role: string; content: string }[]).find((m) => m.role === 'user')?.content));
       for (const id of loggedAtKill) expect(askedAfterKill).not.toContain(issueOf(id));
+      // Two requests per instance, and at most the killed rollout's two again.
+      expect(teacher.requests.length).toBeLessThanOrEqual(2 * 6 + 2);
       // Each trajectory holds the teacher's real grep call and the tool's real output naming the gold file.
       for (const row of rows) {
         const messages = JSON.parse(row.messages) as { role: string; content: string; tool_calls?: { function: { name: string } }[] }[];
