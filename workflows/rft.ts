@@ -10,6 +10,14 @@ import { StageTracker } from './stage-tracker';
 
 export const rftStages = ['plan', 'sample', 'fine-tune', 'report'] as const;
 
+/**
+ * The training section's chat template settings, so trainer.sft tokenizes an example exactly as GRPO renders the
+ * same episode (the rft section's own `sft.trainer` keys win).
+ */
+function sameTokens(trainer: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(trainer).filter(([key]) => ['chat_template', 'chat_template_kwargs', 'dtype'].includes(key)));
+}
+
 export type RftInput = PipelineConfigInput & { artifacts?: { samples?: ArtifactRef } };
 
 /**
@@ -119,7 +127,7 @@ export async function rft(input: RftInput): Promise<RftResult> {
         ...common,
         examplesPath: collected.examplesPath,
         sampled: collected.sampled,
-        sft: section.sft,
+        sft: { ...section.sft, trainer: { ...sameTokens(training.trainer), ...section.sft.trainer } },
         modelDir: section.sft.modelDir ?? training.modelDir,
         python: training.python,
         recipe: 'codescout',

@@ -231,6 +231,8 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
 
   let step = resumeFrom?.step ?? 0;
   let checkpointStep = resumeFrom?.step ?? null;
+  /** trainer.sft's last word: `done` (every step) or `stopped` (a SIGTERM: it checkpointed and exited 0). */
+  let finished: 'done' | 'stopped' | null = null;
   context.onProgress({ step, checkpointStep });
   const onAbort = () => trainer.stop('cancelled');
   if (context.cancellation.aborted) onAbort();
@@ -240,6 +242,7 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
     for (const { text } of await tail.read(final)) {
       const line = parseLine(text);
       if (!line || typeof line.step !== 'number') continue;
+      if (line.event === 'done' || line.event === 'stopped') finished = line.event;
       if (line.event === 'step') step = line.step;
       if (line.event === 'checkpoint' || line.event === 'resumed') checkpointStep = line.step;
       if (['step', 'checkpoint', 'resumed'].includes(line.event)) context.onProgress({ step, checkpointStep });
@@ -269,6 +272,11 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
       `trainer.sft exited with ${how} at step ${step} (log ${files.stderr}):\n${stderr}`,
       PERMANENT_ERRORS.some((p) => p.test(stderr)),
     );
+  }
+  if (finished !== 'done') {
+    if (context.cancellation.aborted) throw new SftCancelledError(`trainer.sft was stopped by a cancellation at step ${step}`);
+    // A SIGTERM from outside (a node shutting down): it checkpointed; the retry resumes from there.
+    throw new SftExitError(`trainer.sft stopped at step ${step} before its last step (log ${files.stdout}); the retry resumes`, false);
   }
   const newest = sftCheckpoints(input.runDir).at(-1);
   if (!newest) throw new SftExitError(`trainer.sft exited 0 but left no complete checkpoint in ${layout.checkpoints}`, true);
