@@ -186,10 +186,10 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
   if (reaped.action === 'terminated' || reaped.action === 'killed')
     context.log.warn(`rft: stopped a trainer.sft left running by an earlier attempt (${reaped.action})`, { stale: reaped.found });
 
-  const finished = await readDone(layout.done);
-  if (finished?.configHash === configHash && existsSync(path.join(finished.checkpoint, 'COMPLETE')) && existsSync(layout.tokens)) {
-    context.log.info('rft: the fine-tune is already done', { checkpoint: finished.checkpoint });
-    return { ...finished.result, cached: true };
+  const doneBefore = await readDone(layout.done);
+  if (doneBefore?.configHash === configHash && existsSync(path.join(doneBefore.checkpoint, 'COMPLETE')) && existsSync(layout.tokens)) {
+    context.log.info('rft: the fine-tune is already done', { checkpoint: doneBefore.checkpoint });
+    return { ...doneBefore.result, cached: true };
   }
   // Checkpoints of another config (other examples, other settings) must not be resumed from.
   const previous = await readFile(layout.config, 'utf8').then(
