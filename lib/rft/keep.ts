@@ -1,8 +1,7 @@
-import { z } from 'zod';
 import type { AgentAnswer } from '../../schemas/agent';
 import type { RftConfig } from '../../schemas/rft';
 import { levelScores, locationsToSets, type Level } from '../metrics/levels';
-import presetsJson from '../recipes/presets.json';
+import { rftPreset } from '../recipes';
 
 /**
  * Which sampled rollouts RFT keeps (CodeScout §4.1: "retain only those achieving perfect localization across all
@@ -10,21 +9,11 @@ import presetsJson from '../recipes/presets.json';
  * lib/recipes/presets.json's `rft` section (also read by trainer.sft); the run config's `rft.keep` may override a level.
  */
 
-const PresetEntry = z.object({ value: z.object({ file: z.number(), module: z.number(), function: z.number() }), source: z.string() });
-const RftPresetSchema = z
-  .object({ rft: z.object({ codescout: z.object({ keep_min_f1: PresetEntry }).passthrough() }).passthrough() })
-  .passthrough();
-
 export type KeepThresholds = Record<Level, number>;
 
-/** The preset's per-level minimum F1 (lib/recipes/presets.json `rft.codescout.keep_min_f1`). */
+/** The preset's per-level minimum F1 (lib/recipes/presets.json `rft.codescout.keep_min_f1`, CodeScout §4.1). */
 export function presetKeepThresholds(): KeepThresholds {
-  const parsed = RftPresetSchema.safeParse(presetsJson);
-  if (!parsed.success)
-    throw new Error(
-      `lib/recipes/presets.json has no rft.codescout.keep_min_f1 {value: {file, module, function}, source}: ${parsed.error.issues[0]?.message}`,
-    );
-  return parsed.data.rft.codescout.keep_min_f1.value;
+  return rftPreset('codescout').keep_min_f1.value;
 }
 
 export function keepThresholds(keep: RftConfig['keep']): KeepThresholds {

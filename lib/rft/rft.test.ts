@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { makeTempDir, fakeInputRef } from '../artifacts/test-helpers';
 import { resolveConfig } from '../config';
-import { answerLevelF1, isKept } from './keep';
+import { answerLevelF1, isKept, keepThresholds, presetKeepThresholds } from './keep';
 import { collectRft, readRftRows, readSftTokens, sftExampleLine, writeRftTrajectories } from './collect';
 import { sftLayout, sftStepRows, sftTrainerConfig } from './sft';
 import { hashConfig, writeParquetArtifact } from '../artifacts';
@@ -24,6 +24,11 @@ describe('which RFT rollouts are kept (CodeScout §4.1: F1 = 1.0 at file, module
     expect(answerLevelF1(right, 'codescout', gold)).toEqual({ file: 1, module: 1, function: 1 });
     const wrongFunction = { locations: [{ file: 'src/cache.py', function_name: 'load_token_3' }] };
     expect(answerLevelF1(wrongFunction, 'codescout', gold)).toEqual({ file: 1, module: 1, function: 0 });
+  });
+
+  it('reads the threshold from the rft preset (CodeScout §4.1: 1.0 at every level); the config may lower a level', () => {
+    expect(presetKeepThresholds()).toEqual(perfect);
+    expect(keepThresholds({ function: 0.5 })).toEqual({ ...perfect, function: 0.5 });
   });
 
   it('keeps only when every scored level reaches its threshold, and never a failed rollout', () => {

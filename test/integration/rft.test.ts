@@ -153,6 +153,18 @@ describe('the rft stage survives killed workers', () => {
       }
 
       // Fine-tuning: two attempts at least, each optimizer step once across every attempt's log, all recorded.
+      const attempts = readdirSync(sftLayout(runDir).attempts).filter((f) => f.endsWith('.stdout.jsonl'));
+      const events = attempts.map((f) =>
+        readFileSync(path.join(sftLayout(runDir).attempts, f), 'utf8')
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { event: string; step?: number })
+          .map((e) => `${e.event}:${e.step}`)
+          .join(' '),
+      );
+      console.log(
+        `rft: ${teacher.requests.length} teacher requests; SFT attempts: ${events.join(' | ')}; ${Math.round((Date.now() - killedAt) / 1000)} s after the first kill`,
+      );
       const steps = stepLines().map((e) => e.step!);
       expect(new Set(steps).size).toBe(steps.length);
       expect(readdirSync(sftLayout(runDir).attempts).filter((f) => f.endsWith('.stdout.jsonl')).length).toBeGreaterThanOrEqual(2);
