@@ -31,6 +31,7 @@ import { startScriptedOpenAiServer } from '../test/support/scripted-openai-serve
 import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
 import { generateComponentRepos, type ComponentInstance } from './learn/component-repos';
 import { componentTeacher } from './learn/scripted-teacher';
+import { writeTaskTokenizer } from './learn/task-tokenizer';
 
 const started = Date.now();
 const env = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -108,7 +109,12 @@ try {
   writeFileSync(path.join(work, 'instances.jsonl'), all.map((i) => JSON.stringify(i)).join('\n') + '\n');
   writeFileSync(path.join(work, 'trajectories.jsonl'), '');
   const modelDir = path.join(work, 'model');
-  execFileSync(python, ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny'], { cwd: repoRoot, stdio: 'ignore' });
+  const tokenizerDir = path.join(work, 'tokenizer');
+  writeTaskTokenizer(tokenizerDir, trainInstances, LIMITS.maxTurns, python, repoRoot); // held-out text never seen
+  execFileSync(python, ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny', '--tokenizer', tokenizerDir], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+  });
   log(`${trainInstances.length} training instances (${rftIds.length} for RFT), ${heldOutIds.length} held out`);
 
   // ---- Temporal, the workers, the teacher
