@@ -170,7 +170,7 @@ try {
       instances: rftIds,
       teacher: { baseUrl: teacher.baseUrl, model: 'scripted-grep-teacher' },
       shardSize: 8,
-      sft: { finetune: 'lora', lora: LORA, lr: 1e-2, lrSchedule: 'constant', warmupRatio: 0, epochs: 4, globalBatchSize: 4 },
+      sft: { finetune: 'lora', lora: LORA, lr: 3e-2, lrSchedule: 'constant', warmupRatio: 0, epochs: 12, globalBatchSize: 4 },
     },
     evaluation: { policyServer: { backend: 'hf' }, bootstrap: { samples: 1000 } },
   };
