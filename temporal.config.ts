@@ -135,12 +135,17 @@ export const activityTimeouts = {
 /**
  * Retry policy shared by activities. Errors that cannot succeed on retry (bad input, auth failures) are
  * thrown as non-retryable ApplicationFailures with one of these types.
+ *
+ * Constants, not environment variables: workflow code builds the activity options and has no `process.env`,
+ * and a retry policy that changed with the environment of whichever process bundled the workflow would make
+ * the same workflow retry differently on two workers. What differs between machines (timeouts) reaches the
+ * workflows through the run config's `temporal` section instead.
  */
 export const retryPolicy = {
-  initialIntervalMs: envNumber('CODEGREP_RETRY_INITIAL_MS', 1_000),
+  initialIntervalMs: 1_000,
   backoffCoefficient: 2,
-  maximumIntervalMs: envNumber('CODEGREP_RETRY_MAX_INTERVAL_MS', 60_000),
-  maximumAttempts: envNumber('CODEGREP_RETRY_MAX_ATTEMPTS', 10),
+  maximumIntervalMs: 60_000,
+  maximumAttempts: 10,
   nonRetryableErrorTypes: ['InvalidInput', 'AuthenticationFailed', 'ConfigError'] as string[],
 };
 

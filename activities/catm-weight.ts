@@ -11,6 +11,7 @@ import {
   writeParquetArtifact,
 } from '../lib/artifacts';
 import { keptCandidates } from '../lib/labels/judge-artifacts';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { buildSamples, indexRetainedLabels } from '../lib/labels/samples';
 import { ReasoningLengthStats, weighCandidate } from '../lib/labels/weights';
 import { WeightInputSchema, WeightSummarySchema, type WeightInput, type WeightOutput, type WeightSummary } from '../schemas/catm';
@@ -50,7 +51,7 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
     inputs: labelInputs,
   };
   const samplesOut = {
-    path: path.join(outDir, 'samples.parquet'),
+    path: path.join(input.runDir, RUN_ARTIFACTS.catmSamples),
     schemaName: SAMPLES_SCHEMA_NAME,
     schemaVersion: SAMPLES_SCHEMA_VERSION,
     inputs: sampleInputs,

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { findCachedArtifact, hashConfig, readArtifactRows, readRows, sourceRef, writeParquetArtifact } from '../lib/artifacts';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { emptyGroundTruthSummary, goldPatches, sampleGroundTruth, summarizeGroundTruthArtifact } from '../lib/patch/sample-ground-truth';
 import {
   ENVIRONMENT_SAMPLES_SCHEMA_NAME,
@@ -16,13 +17,13 @@ import { WorktreeResultSchema } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
 
 /**
- * Ground truth from the gold patches (SPEC §5; CodeScout §3.1): files, pre-image line ranges, and the classes
+ * Ground truth from the gold patches (docs/design.md "Ground truth from patches"; CodeScout §3.1): files, pre-image line ranges, and the classes
  * and functions they touch, found with tree-sitter on the pre-image in each sample's worktree. Written as the
  * samples artifact with the ground-truth columns (schema version 2).
  */
 export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<GroundTruthOutput> {
   const input = GroundTruthInputSchema.parse(rawInput);
-  const outPath = path.join(input.runDir, 'environment', 'samples.parquet');
+  const outPath = path.join(input.runDir, RUN_ARTIFACTS.environmentSamples);
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
   // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.

@@ -14,10 +14,15 @@ export { summarizeDownstream } from './downstream-summary';
 export { planEvaluation } from './evaluation-plan';
 export { evaluateShard } from './evaluation-shard';
 export { summarizeEvaluation } from './evaluation-summary';
-export { trainSegment, inspectTrainingRun } from './training';
+export { trainSegment } from './training';
+export { inspectTrainingRun } from './training-inspect';
 export { writeTrainingReport } from './training-report';
-export { recordValidation, splitValidation } from './training-validation';
-export { publishToStore } from './store-publish'; // store (issue #13)
-export { planRftSampling, sampleRftShard, collectRftTrajectories, writeRftTrajectories } from './rft'; // CodeScout §4.1 RFT
+export { splitValidation } from './training-validation';
+export { recordValidation } from './training-validation-record';
+export { publishToStore } from './store-publish'; // the run's artifact store (README "Deployment: several machines")
+export { planRftSampling } from './rft-plan'; // the RFT warm start (CodeScout §4.1)
+export { sampleRftShard } from './rft-sample';
+export { collectRftTrajectories } from './rft-collect';
+export { writeRftTrajectories } from './rft-trajectories';
 export { fineTuneRft } from './rft-sft'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows

@@ -13,7 +13,7 @@ export const PublishToStoreInputSchema = z.object({
 export type PublishToStoreInput = z.input<typeof PublishToStoreInputSchema>;
 
 /**
- * Issue #13: puts a run artifact a CPU stage wrote (the environment stage's samples) into the run's store,
+ * Puts a run artifact a CPU stage wrote (the environment stage's samples) into the run's store,
  * with its manifest, and returns the ref with the store's `s3://` (or `file://`) URI, so a node that shares no
  * disk with this one (a GPU node) can read it. Idempotent: an artifact already stored is not uploaded again.
  */

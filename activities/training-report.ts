@@ -28,7 +28,7 @@ import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, training
  */
 export async function writeTrainingReport(rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
   const input = TrainingReportInputSchema.parse(rawInput);
-  // With a run store (issue #13) the segments' logs, metrics and recipe come from it (never the checkpoints).
+  // With a run store (README "Deployment: several machines") the segments' logs, metrics and recipe come from it (never the checkpoints).
   if (input.store) await pullTrainingRecords(input.store, input.runId, input.runDir);
   const layout = trainingLayout(input.runDir);
   const rows = await runMetricsRows(input.runDir, input.step);

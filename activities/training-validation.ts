@@ -1,12 +1,5 @@
 import * as validation from '../lib/training/validation';
-import {
-  RecordValidationInputSchema,
-  SplitValidationInputSchema,
-  type RecordValidationInput,
-  type SplitValidationInput,
-  type SplitValidationOutput,
-} from '../schemas/training/validation';
-import type { ArtifactRef } from '../schemas/artifact-ref';
+import { SplitValidationInputSchema, type SplitValidationInput, type SplitValidationOutput } from '../schemas/training/validation';
 import { configError } from './kit';
 
 /**
@@ -21,10 +14,4 @@ export async function splitValidation(rawInput: SplitValidationInput): Promise<S
     if (error instanceof validation.ValidationSplitError) throw configError(error.message);
     throw error;
   }
-}
-
-/** Every validated checkpoint so far, to `training/validation.parquet`. */
-export async function recordValidation(rawInput: RecordValidationInput): Promise<ArtifactRef> {
-  const input = RecordValidationInputSchema.parse(rawInput);
-  return validation.writeValidationRecords(input.runDir, input.rows);
 }

@@ -84,8 +84,3 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
     log.end();
   }
 }
-
-/** What a training run left (this node's disk, or the run store): where a new workflow on the same run continues from. */
-export async function inspectTrainingRun(input: { runDir: string; runId?: string; store?: string }) {
-  return training.inspectRun(input);
-}

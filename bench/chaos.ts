@@ -1,5 +1,5 @@
 /**
- * Chaos suite (issue #12): `npm run chaos [-- <stage>…] [--trials N] [--seed S]`. Per stage, two uninterrupted
+ * Chaos suite (BENCHMARKS.md "Chaos"): `npm run chaos [-- <stage>…] [--trials N] [--seed S]`. Per stage, two uninterrupted
  * reference runs, then N trials that each SIGKILL the worker process (its whole process group) at a random
  * moment of the run, and in every third trial (the first included) the Temporal dev server too; both are restarted and the run is
  * let finish. Every artifact of the stage's folder is compared with the reference by sha256; a file whose bytes

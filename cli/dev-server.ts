@@ -17,6 +17,8 @@ export interface DevServerOptions {
   namespace?: string;
   /** Start with the Web UI (default true). Tests turn it off to save a port and memory. */
   ui?: boolean;
+  /** Server dynamic config (`--dynamic-config-value key=JSON`); tests lower limits, e.g. when continue-as-new is suggested. */
+  dynamicConfig?: Record<string, string | number | boolean>;
   readyTimeoutMs?: number;
 }
 
@@ -114,6 +116,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     'warn',
     ...Object.values(temporalConfig.searchAttributes).flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
     ...(withUi ? ['--ui-port', String(uiPort)] : ['--headless']),
+    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
   ];
   const logFile = path.join(dataDir, 'temporal-server.log');
   const logFd = openSync(logFile, 'a');

@@ -21,7 +21,7 @@ export function openRunLog(runDir: string): string {
 /**
  * Sends the Temporal SDK's logs (worker, workflow and activity loggers, and the native core's, forwarded)
  * of the in-process workers to the run's log file instead of the terminal, where they flooded the progress
- * bars with task tokens and stack traces (issue #12). Once per process: the SDK's Runtime is installed once.
+ * bars with task tokens and stack traces. Once per process: the SDK's Runtime is installed once.
  */
 export function installRunLogger(runDir: string): string {
   const file = openRunLog(runDir);

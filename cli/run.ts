@@ -220,7 +220,7 @@ function firstLine(message: string, max = 600): string {
 
 async function drawProgress(client: Client, workflowId: string, view: ProgressView): Promise<void> {
   try {
-    // The stage workflows show their own progress (the pipeline takes no progress signals: issue #12).
+    // The stage workflows show their own progress (the pipeline takes no progress signals: README "History bounds").
     const top = await client.workflow.getHandle(workflowId).query<WorkflowProgress>('progress');
     for (const childId of Object.values(top.children)) {
       const child = await liveProgress(client, childId);

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { sha256File } from '../lib/artifacts';
 import { ADAPTER_WEIGHTS } from '../lib/policy-server';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { completeCheckpoints } from '../lib/training/checkpoints';
 import { readValidationRecords } from '../lib/training/validation';
 import { bestValidatedStep } from '../lib/training/validation-choice';
@@ -16,7 +17,7 @@ export async function checkpointLines(runId: string, runDir: string): Promise<st
   const checkpoints = completeCheckpoints(runDir);
   const validations = await readValidationRecords(runDir);
   const best = bestValidatedStep(validations);
-  const lines = [`${runId}: ${checkpoints.length} complete checkpoint(s) in ${path.join(runDir, 'training', 'trainer', 'checkpoints')}`];
+  const lines = [`${runId}: ${checkpoints.length} complete checkpoint(s) in ${path.join(runDir, RUN_ARTIFACTS.trainingCheckpoints)}`];
   if (checkpoints.length === 0 && validations.length === 0) return lines;
   const header = ['step', 'adapter sha256', 'validation', 'instances', 'served as'];
   const rows: string[][] = [];

@@ -2,7 +2,7 @@ import { Bool, Field, Int32, List, Schema, Struct, Utf8 } from 'apache-arrow';
 import { z } from 'zod';
 
 /**
- * The agent retriever's contracts (SPEC §5 "Tools"): the episode's inputs and limits, the two answer formats
+ * The agent retriever's contracts (docs/design.md "Tools"): the episode's inputs and limits, the two answer formats
  * (CodeGrep §3.2's `<answer>` JSON, CodeScout §3.2 / App. A Table 7's `localization_finish` call), the chat
  * messages of a trajectory, the episode result, and the Arrow schema of one predictions row. Pure zod and
  * apache-arrow: safe to import from workflow code. The loop that produces these lives in lib/agent/.

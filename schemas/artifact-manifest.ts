@@ -4,7 +4,7 @@ import { ArtifactRefSchema } from './artifact-ref';
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex sha256 (64 characters)');
 
 /**
- * The sidecar `<artifact>.manifest.json` written next to every artifact (SPEC §4): what the file holds
+ * The sidecar `<artifact>.manifest.json` written next to every artifact (docs/design.md "Artifacts"): what the file holds
  * (schema, version, rows, sha256 of its bytes), what it was made from (input refs, config hash) and by which
  * code. A stage whose manifest matches its inputs and config is a cache hit.
  */

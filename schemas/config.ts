@@ -98,7 +98,7 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   training: TrainingConfigSchema.optional(),
   /** Warm start of training by rejection-sampling fine-tuning (schemas/rft.ts; CodeScout §4.1); stage `rft`. */
   rft: RftConfigSchema.optional(),
-  // store (issue #13)
+  // the run's artifact store (README "Deployment: several machines")
   /**
    * The artifact store the run's machines share (`s3://bucket/prefix` or `file:///dir`; objects under
    * `<store>/<runId>/`). Set, the GPU segment works in its own node-local data dir (CODEGREP_DATA_DIR) and gets

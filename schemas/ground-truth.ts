@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { columns, int32, list, struct, utf8 } from './columns';
 
 /**
- * Ground truth derived from a gold patch (SPEC §5 "Ground truth from patches"; CodeScout §3.1). These are the
+ * Ground truth derived from a gold patch (docs/design.md "Ground truth from patches"; CodeScout §3.1). These are the
  * columns a samples artifact gains; bump the version whenever a column or its meaning changes.
  */
 export const GROUND_TRUTH_SCHEMA_VERSION = 1;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { RepoSourceSchema } from './worktrees';
 
 /**
- * The artifact store a run shares between its machines (issue #13): `s3://bucket/prefix` (any S3-compatible
+ * The artifact store a run shares between its machines (README "Deployment: several machines"): `s3://bucket/prefix` (any S3-compatible
  * object store) or `file:///abs/dir` (one machine, or a shared mount). The run's objects live under
  * `<store>/<runId>/…`. Pure zod: safe to import from workflow code.
  */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The agent's sandboxed tools (SPEC §5 "Tools"; CodeGrep §3.2 / App. A.1; CodeScout §3.2 narrowed): the
+ * The agent's sandboxed tools (docs/design.md "Tools"; CodeGrep §3.2 / App. A.1; CodeScout §3.2 narrowed): the
  * argument schemas the sandbox validates, the JSON tool definitions the model sees (OpenAI function-tool
  * format) and the structured result every call returns. Pure zod: safe to import from workflow code. The
  * dispatcher that runs them is lib/sandbox/run-tool.ts.

@@ -17,7 +17,7 @@ import { createWorker, runWorkerIfMain, type RunningWorker, type WorkerConnectOp
 
 export type GpuWorkerOptions = WorkerConnectOptions & {
   /**
-   * This node's own data dir (issue #13): with a run `store`, segments work in `<dataDir>/<runId>` and keep bare
+   * This node's own data dir (README "Deployment: several machines"): with a run `store`, segments work in `<dataDir>/<runId>` and keep bare
    * clones and worktrees in `<dataDir>/repos`, `<dataDir>/worktrees`. Default: CODEGREP_DATA_DIR, else the run
    * directory the workflow names (a shared mount, as without a store).
    */

@@ -12,7 +12,7 @@ export const catmStages = ['mine', 'judge', 'weight'] as const;
  * CATM label mining, CodeGrep §3.4 (Fig. 1): trajectories ──mine──▶ file views ──judge──▶ judgements
  * ──weight──▶ labels + samples. Each arrow is one activity; each box a Parquet artifact.
  *
- * History bound (issue #12): four activities and no signals (a running activity's progress is in its
+ * History bound (README "History bounds"): four activities and no signals (a running activity's progress is in its
  * heartbeats): under 60 events, however many candidates the judge reads.
  */
 export async function catm(input: PipelineConfigInput): Promise<CatmResult> {

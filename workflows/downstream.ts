@@ -29,7 +29,7 @@ export type DownstreamInput = PipelineConfigInput & {
  * `downstream.concurrency` at a time; finished pairs are never run again (their records are reused by a
  * retried activity, a rerun of the stage, and the run that continues this one as new).
  *
- * History bound (issue #12): no signals reach this workflow; each pair adds about 6 events, and the lanes stop
+ * History bound (README "History bounds"): no signals reach this workflow; each pair adds about 6 events, and the lanes stop
  * taking pairs once Temporal suggests continue-as-new (4,096 events by default), so a run's history stays
  * below 4,096 + 6 × concurrency + a few dozen events however many pairs the study has.
  */

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EnvironmentResult, MaterializeSummary } from '../schemas/environment';
@@ -19,7 +20,7 @@ const materializeNote = (m: MaterializeSummary) =>
  * The RL environment (CodeGrep §3.3, CodeScout §3.1): samples ──materialize──▶ worktrees (bare clone + git
  * worktree per commit) ──▶ samples with ground truth at file, line-range, class and function level.
  *
- * History bound (issue #12): at most three activities and no signals (progress is in their heartbeats): under
+ * History bound (README "History bounds"): at most three activities and no signals (progress is in their heartbeats): under
  * 50 events, however many repositories it materializes.
  */
 export async function environment(input: EnvironmentInput): Promise<EnvironmentResult> {
@@ -31,7 +32,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.catmSamples, producedBy: 'catm' }));
 
   const materialized = await trackedStep(
     tracker,

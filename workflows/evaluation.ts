@@ -1,5 +1,6 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { EvaluateShardOutput, EvaluationResult, RetrieverPlan } from '../schemas/evaluation';
@@ -90,12 +91,12 @@ function servedRetriever(retriever: TrainedPolicyRetriever, ready: PolicyServerR
 }
 
 /**
- * Retrieval-quality evaluation (SPEC §5; CodeGrep §4.2, Table 2; CodeScout §4.2, Table 3, App. G):
+ * Retrieval-quality evaluation (docs/design.md "Retrieval evaluation"; CodeGrep §4.2, Table 2; CodeScout §4.2, Table 3, App. G):
  * samples with ground truth ──plan──▶ retrievers × instance shards ──predict + score──▶ shard Parquet
  * ──summary──▶ predictions, per-instance metrics, summary.json, report.md, report.html.
  * A retriever whose shards fail is reported and left out; the others' results are kept.
  *
- * History bound (issue #12): no signals reach this workflow, so its history is about 6 events per shard
+ * History bound (README "History bounds"): no signals reach this workflow, so its history is about 6 events per shard
  * activity (scheduled, started, completed, and a workflow task when it completes) plus a few dozen: it grows
  * with retrievers × shards, never with time. Temporal's 51,200-event limit allows about 8,000 shards (at the
  * default shard size, 400,000 instances per retriever).
@@ -109,7 +110,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationResu
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
   const evaluationConfig = config.evaluation;
 
   const outputLabel = input.outputLabel ?? (evaluationConfig.outputPerRun ? executionLabel(workflowInfo().startTime) : null);

@@ -80,7 +80,7 @@ function evaluationPredictions(config: ResolvedConfig, finished: Finished): Reco
   );
 }
 
-/** SPEC §1, in order. */
+/** docs/design.md "The pipeline", in order. */
 const pipelineSteps = [
   step({ stage: 'catm', needs: [], workflow: catm, input: (config) => config }),
   step({
@@ -103,12 +103,12 @@ const pipelineSteps = [
 ];
 
 /**
- * The whole study as in SPEC §1. Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
+ * The whole study as in docs/design.md "The pipeline". Each stage is a child workflow with id `<runId>/<stage>`, run in order. A
  * stage that fails is reported with its reason, the stages that need its output are skipped, and the others
  * still run. A pipeline with a failed or skipped stage ends Failed (`PipelineStageFailed`), its details the
  * `PipelineResult` with every stage's outcome, so a partial run says what ran and what did not.
  *
- * History bound (issue #12): nothing signals the pipeline (the CLI queries the stage workflows it lists in
+ * History bound (README "History bounds"): nothing signals the pipeline (the CLI queries the stage workflows it lists in
  * `progress.children`), so its history is a fixed number of events per stage (about 10 for a child
  * workflow, its search-attribute upserts and workflow tasks): under 100 events for the five stages, however
  * long they run.

@@ -12,7 +12,7 @@ const histories = readdirSync(historiesDir)
 
 /**
  * Committed histories of real runs replay against today's workflow code: a change that alters the commands a
- * workflow issues for an old history must go behind `patched()` (SPEC §6), or this test fails.
+ * workflow issues for an old history must go behind `patched()` (docs/design.md "Temporal conventions"), or this test fails.
  */
 describe('workflow replay of committed histories', () => {
   it('has histories to replay (recorded with scripts/record-histories.sh)', () => {
@@ -21,7 +21,7 @@ describe('workflow replay of committed histories', () => {
     // endpoint refuses the key (its shards fail, the retriever is reported and left out).
     expect(histories.map((h) => h.file)).toContain('eval2_evaluation.json');
     // The downstream workflow's (acme/calc, none + oracle over 3 instances) and the demo's training stage (a smoke
-    // run: one segment on the GPU queue, the report) with the pipeline that ran it after issue #15's TrainingRun.
+    // run: one segment on the GPU queue, the report) with the pipeline that ran it after the TrainingRun restructuring.
     expect(histories.map((h) => h.file)).toEqual(
       expect.arrayContaining(['acme-calc_downstream.json', 'demo3_training.json', 'demo3_pipeline.json']),
     );

@@ -7,6 +7,7 @@ import { activityOptions } from './activity-options';
 import { settleAll, trackedStep, validatedConfig } from './helpers';
 import { PolicyServers, policyServeRequest } from './policy-server';
 import { StageTracker } from './stage-tracker';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 
 export const rftStages = ['plan', 'sample', 'fine-tune', 'report'] as const;
 
@@ -55,7 +56,7 @@ export async function rft(input: RftInput): Promise<RftResult> {
   const common = { runId: config.runId, runDir: config.runDir };
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
   const plan = await trackedStep(
     tracker,
     'plan',

@@ -13,7 +13,7 @@ const recipeKey = defineSearchAttributeKey('CodegrepRecipe', SearchAttributeType
  * renders the Web UI's current details. Progress comes from the workflow itself (finished activities, see
  * `progress()`); a running activity's own progress is in its heartbeat details, which the CLI reads from the
  * workflow's description. Activities no longer signal: a signal per few seconds made histories grow with the
- * length of the run (issue #12). The `stageProgress` handler stays for signals of activities started by an
+ * length of the run (README "History bounds"). The `stageProgress` handler stays for signals of activities started by an
  * older worker.
  */
 export class StageTracker {

@@ -18,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -51,13 +52,13 @@ export type TrainingInput = PipelineConfigInput & {
 };
 
 /**
- * Multi-day GRPO training (SPEC §5 "Training", §6): samples + worktrees ──GRPO on the GPU worker, in
+ * Multi-day GRPO training (docs/design.md "Training", "Temporal conventions"): samples + worktrees ──GRPO on the GPU worker, in
  * segments of `segmentSteps` steps──▶ LoRA checkpoints + per-step metrics ──▶ report with the curves of
  * CodeGrep Fig. 2 / Fig. 4. Each segment is one activity on the GPU task queue that resumes from the newest
  * checkpoint; `pause`, `resume`, `stopAfterCheckpoint` and the `setStepBudget` update steer the loop, and
  * the workflow continues as new when Temporal suggests it, carrying its state.
  *
- * History bound (issue #12): between segments the loop checks `continueAsNewSuggested` (the server suggests
+ * History bound (README "History bounds"): between segments the loop checks `continueAsNewSuggested` (the server suggests
  * it at 4,096 events or 4 MiB by default). One segment adds about 10 events for its activity and workflow
  * tasks plus at most 4 per `trainingProgress` signal, and the segment activity sends at most 2 signals per
  * step of the segment across all its attempts (lib/training `ProgressThrottle`); each steering
@@ -99,14 +100,14 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const samples =
     input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: 'environment/samples.parquet', producedBy: 'environment' }));
+    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
   // With validation the held-out samples are taken out of the training samples (refused when they share a commit).
   const split = t.validation ? await splitValidation({ runDir: config.runDir, samples, validation: t.validation }) : null;
   const trainingSamples = split?.training ?? samples;
-  // With a run store (issue #13) the samples reach it first and the GPU segments run shared-nothing.
+  // With a run store (README "Deployment: several machines") the samples reach it first and the GPU segments run shared-nothing.
   const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
   const segmentSamples = store
-    ? await publishToStore({ store: store.uri, runId: config.runId, key: 'environment/samples.parquet', ref: trainingSamples })
+    ? await publishToStore({ store: store.uri, runId: config.runId, key: RUN_ARTIFACTS.environmentSamples, ref: trainingSamples })
     : trainingSamples;
   const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
   const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));

@@ -8,7 +8,7 @@ import type { StageProgress } from '../../schemas/progress';
  * and the Web UI's "Pending Activities" panel read the latest details from the workflow's description.
  *
  * No signals: a signal costs its workflow about 4 history events, so throttled progress signals make a
- * history grow with the length of the run (issue #12). Workflows count finished activities themselves.
+ * history grow with the length of the run (README "History bounds"). Workflows count finished activities themselves.
  */
 export class ProgressReporter {
   private latest: StageProgress | null = null;

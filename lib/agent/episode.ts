@@ -31,7 +31,7 @@ import { droppedCallNotice, lastTurnReminder, systemPrompt, userPrompt } from '.
 import { extractToolCalls, splitThinking, toolObservationMessage } from './qwen3-format';
 
 /**
- * One agent-retriever rollout as a transport-agnostic state machine (SPEC §5 "Tools"; CodeGrep §3.2,
+ * One agent-retriever rollout as a transport-agnostic state machine (docs/design.md "Tools"; CodeGrep §3.2,
  * App. A.1; CodeScout §3.2–3.3). Whoever talks to the model (lib/agent/openai-loop.ts over an OpenAI-compatible
  * endpoint, or the GPU trainer's environment server with raw Qwen3 text) feeds each assistant reply to
  * `step()` and sends back the observations it returns, until `done`.

@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { startProcessGroup } from '../process';
 
-const execFileAsync = promisify(execFile);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 let cached: Promise<string> | undefined;
@@ -18,17 +16,17 @@ export function codeVersion(): Promise<string> {
 }
 
 async function resolveCodeVersion(): Promise<string> {
-  try {
-    const { stdout } = await execFileAsync('git', ['rev-parse', '--short', 'HEAD'], {
-      cwd: projectRoot,
-      timeout: 5_000,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
-    });
-    const sha = stdout.trim();
-    if (/^[0-9a-f]{4,40}$/.test(sha)) return sha;
-  } catch {
-    // not a git checkout, or git missing: fall back to the package version
-  }
+  // Not a git checkout, or git missing (a spawn error, a non-zero exit): fall back to the package version.
+  const chunks: Buffer[] = [];
+  const git = startProcessGroup('git', ['rev-parse', '--short', 'HEAD'], {
+    cwd: projectRoot,
+    timeoutMs: 5_000,
+    env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+    stdout: (chunk) => chunks.push(chunk),
+  });
+  const exit = await git.exited;
+  const sha = Buffer.concat(chunks).toString('utf8').trim();
+  if (exit.code === 0 && /^[0-9a-f]{4,40}$/.test(sha)) return sha;
   try {
     const pkg = JSON.parse(await readFile(`${projectRoot}package.json`, 'utf8')) as { version?: unknown };
     if (typeof pkg.version === 'string' && pkg.version.length > 0) return pkg.version;

@@ -21,7 +21,7 @@ export type WriteParquetOptions = {
 };
 
 /**
- * Streams rows into a zstd Parquet file and writes its manifest (SPEC §4). Rows are converted to Arrow one
+ * Streams rows into a zstd Parquet file and writes its manifest (docs/design.md "Artifacts"). Rows are converted to Arrow one
  * row group at a time and the encoded bytes go straight to disk, so memory holds one batch, not the file.
  * The file appears at `path` only when complete (temp file + fsync + rename); if the rows iterator or a
  * value fails midway, nothing is left behind and an earlier artifact at `path` is untouched.

@@ -47,7 +47,7 @@ beforeAll(async () => {
 afterAll(() => fixture?.cleanup());
 
 describe('loadEnvSamples', () => {
-  it("maps each row to this node's worktree when told to (issue #13); a row it cannot map is skipped with its reason", async () => {
+  it("maps each row to this node's worktree when told to (shared-nothing nodes); a row it cannot map is skipped with its reason", async () => {
     const moved = new Map(Object.entries(fixture.worktrees).map(([id, dir]) => [dir, id === 'acme__widgets-2' ? null : dir]));
     const seen: unknown[] = [];
     const loaded = await loadEnvSamples(fixture.samples.uri, 'v3', {

@@ -7,7 +7,7 @@ import { SampleSchema } from '../../schemas/samples';
 import type { TrainingRecipe } from '../../schemas/training/config';
 import { recipeDefinition } from './recipes';
 
-/** What the rewards compare an answer with (SPEC §5 "Rewards"). Files the gold patch creates are left out. */
+/** What the rewards compare an answer with (docs/design.md "Rewards"). Files the gold patch creates are left out. */
 export interface RewardTargets {
   /** G(x) = Gpatch(x) ∪ retained CATM files (CodeGrep §3.4): the file-level target of v1/v2/v3. */
   targetFiles: string[];
@@ -79,7 +79,7 @@ export function envSampleFromRow(
   const sample = parsed.data;
   if (sample.groundTruthError !== null) return skip(`no ground truth: ${sample.groundTruthError}`);
   if (sample.worktreePath === null) return skip('no worktree for its commit');
-  // store (issue #13): a node that shares no disk with the environment stage uses its own worktree of the commit
+  // the run's artifact store (README "Deployment: several machines"): a node that shares no disk with the environment stage uses its own worktree of the commit
   const worktree = options.worktreePath ? options.worktreePath(row) : sample.worktreePath;
   if (worktree === null) return skip(`no worktree on this node for ${sample.repo}@${sample.baseCommit}`);
   if (!isDirectory(worktree)) return skip(`worktree ${worktree} is not a directory`);
@@ -116,7 +116,7 @@ export function envSampleFromRow(
 
 export interface LoadEnvSamplesOptions {
   /**
-   * Maps a row to the worktree to use on this node (issue #13: a GPU node materializes its own worktrees;
+   * Maps a row to the worktree to use on this node (README "Deployment: several machines": a GPU node materializes its own worktrees;
    * the row's `worktreePath` names the environment stage's node). Default: the row's `worktreePath`.
    */
   worktreePath?: (row: Record<string, unknown>) => string | null;

@@ -17,7 +17,5 @@ export const LINE_RANGE_MIN_GOLD_COVERAGE = 0.5;
 /** "High-quality retrieval" threshold of the Fβ ≥ 0.8 column. CodeGrep §4.2, Table 2. */
 export const HIGH_QUALITY_F_THRESHOLD = 0.8;
 
-/** Bootstrap defaults for confidence intervals of summary statistics (percentile method). */
-export const BOOTSTRAP_RESAMPLES = 1000;
-export const BOOTSTRAP_CONFIDENCE = 0.95;
-export const BOOTSTRAP_SEED = 0x5eed;
+/** Bootstrap defaults for confidence intervals (percentile method): the evaluation config's, defined with it. */
+export { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../schemas/evaluation/bootstrap-defaults';

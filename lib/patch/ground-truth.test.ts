@@ -21,7 +21,7 @@ import { locateHunks } from './locate-hunks';
 import { parseUnifiedDiff, PatchParseError } from './parse-diff';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
-const fixtures = path.resolve(import.meta.dirname, 'fixtures/swebench-pre-images');
+const fixtures = path.resolve(import.meta.dirname, '../../test/fixtures/patch/swebench-pre-images');
 const goldPatches = new Map<string, string>(
   readFileSync(path.resolve(repoRoot, '../shared/data/swebench_verified.jsonl'), 'utf8')
     .trim()
@@ -30,7 +30,7 @@ const goldPatches = new Map<string, string>(
     .map((row) => [row.instance_id, row.patch]),
 );
 
-/** Pre-images stored from each instance's base commit (see fixtures/swebench-pre-images/README.md). */
+/** Pre-images stored from each instance's base commit (see test/fixtures/patch/swebench-pre-images/README.md). */
 const fixturePreImage =
   (instanceId: string): ReadPreImage =>
   async (file) => {

@@ -12,7 +12,7 @@ export type ReadPreImage = (path: string) => Promise<string | null>;
 const needsEntities = (file: FilePatch) => isPythonPath(file.path) && (file.status === 'modified' || file.status === 'renamed');
 
 /**
- * Ground truth of one gold patch (SPEC §5): changed files, pre-image hunk and changed-line ranges, and for
+ * Ground truth of one gold patch (docs/design.md "Ground truth from patches"): changed files, pre-image hunk and changed-line ranges, and for
  * Python files the touched classes and functions. Added and copied files go to `newFiles` (no ranges: they
  * have no pre-image), deleted files to `deletedFiles`, so recipes can drop them (CodeScout §3.1 discards such
  * instances); neither gets entities, since a deleted file would name every definition it had.

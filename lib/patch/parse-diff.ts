@@ -1,7 +1,7 @@
 /**
  * Unified-diff (git and plain) parser for gold patches.
  *
- * Line-range conventions (SPEC §5 "Ground truth from patches"; CodeGrep App. B line-range matching needs a
+ * Line-range conventions (docs/design.md "Ground truth from patches"; CodeGrep App. B line-range matching needs a
  * non-empty gold range for every hunk):
  * - Ranges are 1-based, inclusive, in the PRE-image (the file at the base commit the agent sees).
  * - A hunk covers [oldStart, oldStart + oldLines - 1] (context lines included): `hunkRanges`.

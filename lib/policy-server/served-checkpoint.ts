@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AnswerFormat } from '../../schemas/agent';
 import { sha256File } from '../artifacts/sha256-file';
+import { RUN_ARTIFACTS } from '../paths/run-artifacts';
 import { RECIPE_PRESETS, type TrainerRecipeName } from '../recipes';
 import { completeCheckpoints } from '../training/checkpoints';
 import { attemptFiles, listSegments, segmentDir } from '../training/layout';
@@ -65,7 +66,7 @@ export async function resolveServedCheckpoint(
   bestStep: number | null = null,
 ): Promise<ServedCheckpoint> {
   const found = completeCheckpoints(run.runDir);
-  const where = `run ${run.runId} (${path.join(run.runDir, 'training', 'trainer', 'checkpoints')})`;
+  const where = `run ${run.runId} (${path.join(run.runDir, RUN_ARTIFACTS.trainingCheckpoints)})`;
   if (found.length === 0) throw new CheckpointChoiceError(`${where} has no complete checkpoint: train it first`);
   let step: number;
   if (choice === 'latest') step = found.at(-1)!.step;

@@ -2,7 +2,7 @@ import { findExecutable } from './executables';
 import type { SandboxIsolation } from './namespace';
 
 /**
- * Which program backs grep and glob: ripgrep (SPEC §2) when installed, GNU grep + find otherwise. Injectable
+ * Which program backs grep and glob: ripgrep (docs/design.md "Tools") when installed, GNU grep + find otherwise. Injectable
  * so both are tested on every machine that has both.
  */
 export type SearchEngine = 'rg' | 'grep';
@@ -10,7 +10,7 @@ export type SearchEngine = 'rg' | 'grep';
 export interface SandboxOptions {
   /** Defaults to 'rg' when ripgrep is on PATH, else 'grep'. */
   engine?: SearchEngine;
-  /** Overrides the tool's timeout (SPEC §5: 10 s grep/glob/terminal, 5 s read); tests use short ones. */
+  /** Overrides the tool's timeout (docs/design.md "Tools": 10 s grep/glob/terminal, 5 s read); tests use short ones. */
   timeoutMs?: number;
   /** Cancels the call: running process groups are killed and the result is an error observation. */
   signal?: AbortSignal;

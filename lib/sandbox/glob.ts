@@ -195,7 +195,7 @@ async function captureListing(
 }
 
 /**
- * The glob tool (SPEC §5): lists the repository's files whose path matches a gitignore-style glob, sorted
+ * The glob tool (docs/design.md "Tools"): lists the repository's files whose path matches a gitignore-style glob, sorted
  * by path, repo-relative, in at most 4096 characters (with a marker saying how many were left out).
  * Symlinks are not listed or followed; `.git` is never listed. Never throws.
  */

@@ -105,7 +105,7 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
 }
 
 /**
- * The grep tool (SPEC §5): regex search inside one worktree, optionally scoped to a path and a glob. Shows at
+ * The grep tool (docs/design.md "Tools"): regex search inside one worktree, optionally scoped to a path and a glob. Shows at
  * most 50 matches as "path:line:text" (repo-relative paths, sorted by path then line) in at most 4096
  * characters, each cut with a marker. Binary files are skipped (ripgrep: skipped while walking, reported when
  * named; GNU grep: -I). Never throws.

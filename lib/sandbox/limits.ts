@@ -3,7 +3,7 @@ import os from 'node:os';
 /**
  * The sandbox's bounds. The first block is CodeGrep App. A.1 ("Layer 3 engineering", swe_grep_tools.py):
  * a global Semaphore(64) over subprocesses, per-tool timeouts of 10 s for grep and glob and 5 s for read,
- * tool outputs cut to 4096 characters, 50 matches per grep and 200 lines per read (SPEC §5 "Tools").
+ * tool outputs cut to 4096 characters, 50 matches per grep and 200 lines per read (docs/design.md "Tools").
  * Everything below the paper block is this project's choice, named so it is never a magic number.
  */
 export const PAPER_LIMITS = {

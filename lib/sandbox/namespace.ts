@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, writeFileSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { findExecutable } from './executables';
+import { startProcessGroup } from '../process';
 
 /**
  * Isolation by construction: every tool process runs in a bubblewrap (bwrap) sandbox whose mount namespace
@@ -218,13 +218,18 @@ export function probeNamespace(): Promise<NamespaceProbe> {
     const trueProgram = findExecutable('true') ?? '/usr/bin/true';
     const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'codegrep-probe-')));
     const args = [...namespaceArgs({ root, writable: false }, root, [trueProgram]), trueProgram];
-    return new Promise<NamespaceProbe>((resolve) => {
-      execFile(bwrap, args, { timeout: 10_000, env: { PATH: '/usr/bin:/bin' } }, (error, _stdout, stderr) => {
-        if (!error) resolve({ ok: true, bwrap });
-        else
-          resolve({ ok: false, reason: `bwrap cannot create the sandbox here: ${(String(stderr).trim() || error.message).slice(0, 300)}` });
-      });
+    const stderr: Buffer[] = [];
+    const probe = startProcessGroup(bwrap, args, {
+      timeoutMs: 10_000,
+      env: { PATH: '/usr/bin:/bin' },
+      stderr: (chunk) => stderr.push(chunk),
     });
+    const exit = await probe.exited;
+    if (exit.code === 0) return { ok: true, bwrap };
+    const why =
+      Buffer.concat(stderr).toString('utf8').trim() ||
+      (exit.spawnError?.message ?? (exit.stoppedFor ? `stopped (${exit.stoppedFor})` : `exit ${exit.code ?? exit.signal}`));
+    return { ok: false, reason: `bwrap cannot create the sandbox here: ${why.slice(0, 300)}` };
   })();
   return probed;
 }

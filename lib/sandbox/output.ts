@@ -53,7 +53,7 @@ function joinLines(a: string, b: string): string {
 }
 
 /**
- * Joins `body` and trailing `notes` (truncation markers) into at most `limit` characters (SPEC §5: 4096).
+ * Joins `body` and trailing `notes` (truncation markers) into at most `limit` characters (docs/design.md "Tools": 4096).
  * When they do not fit, the body is cut, at the last line break when one is in the second half of the room
  * (else mid-line), and `cutNote(shownBody, totalChars)` says what was cut; the notes are always kept whole.
  */

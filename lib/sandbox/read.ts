@@ -132,7 +132,7 @@ class LineCollector {
 }
 
 /**
- * The read tool (SPEC §5): shows a text file of the worktree with line numbers, lines [start_line,
+ * The read tool (docs/design.md "Tools"): shows a text file of the worktree with line numbers, lines [start_line,
  * end_line] (default: from line 1), at most 200 lines and 4096 characters, with a marker saying how to
  * continue. The bytes come from `cat` run in the tool sandbox (lib/sandbox/namespace.ts), which holds the
  * worktree and nothing else, so no path can reach outside it whatever the guard decided; `cat` is stopped as

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { segmentDir, segmentMetricsPath, trainingLayout } from '../training/layout';
 
 /**
- * Where a training run's state lives locally and in the store (issue #13). The local layout is lib/training's
+ * Where a training run's state lives locally and in the store (README "Deployment: several machines"). The local layout is lib/training's
  * (`trainingLayout`, `segmentDir`, `segmentMetricsPath`):
  *
  *     <runDir>/training/trainer/checkpoints/step-NNNNNNNN/   a checkpoint (complete when it holds COMPLETE)

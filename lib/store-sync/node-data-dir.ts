@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 /**
- * The node-local data directory of a GPU worker (issue #13): where a training segment keeps its run directory,
+ * The node-local data directory of a GPU worker (README "Deployment: several machines"): where a training segment keeps its run directory,
  * bare clones and worktrees when the run has a store. Set by `createGpuWorker({ dataDir })`, else the
  * `CODEGREP_DATA_DIR` environment variable; null when neither is set (the segment then uses the run directory
  * the workflow names, as without a store).

@@ -5,7 +5,7 @@ import { openArtifactStore, publishArtifact, type ArtifactStore } from '../artif
 
 /**
  * Puts a finished artifact (its ref, as a stage returned it) into the store at `key` with its manifest, and
- * returns the ref with the store's URI (issue #13: the environment stage's samples, before a GPU node reads
+ * returns the ref with the store's URI (README "Deployment: several machines": the environment stage's samples, before a GPU node reads
  * them). Idempotent: a ref already in the store is returned as is, and an object already stored with the
  * ref's sha256 is not uploaded again.
  */

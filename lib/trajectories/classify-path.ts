@@ -1,6 +1,6 @@
 /**
  * Stage 1 keeps only source files: "discard directories, documentation (README.md, issue.md), and extensionless
- * files" (CodeGrep §3.4). SPEC §5 spells documentation out as README*, issue.md, *.md, *.rst, and *.txt under
+ * files" (CodeGrep §3.4). docs/design.md "Mining" spells documentation out as README*, issue.md, *.md, *.rst, and *.txt under
  * docs. Decided here: README* and issue.md anywhere (any case), *.md and *.rst anywhere, *.txt only below a
  * directory named doc or docs (requirements.txt, CMakeLists.txt and test data stay source).
  */

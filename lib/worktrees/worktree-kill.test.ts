@@ -12,7 +12,7 @@ import { createBranch, createSyntheticRepo, type SyntheticRepo } from './synthet
 import { ensureWorktree, listWorktrees, removeInterruptedAdds, type EnsuredWorktree } from './worktree';
 
 /**
- * Kill-at-any-moment tests of the worktree layer (issue #12): `git clone --bare`, `git fetch` and
+ * Kill-at-any-moment tests of the worktree layer (BENCHMARKS.md "Chaos"): `git clone --bare`, `git fetch` and
  * `git worktree add` are SIGKILLed (with their whole process group, through ensureWorktree's abort signal,
  * the way a killed worker's git dies) at 50 random moments each. After every kill, ensureWorktree ends with a
  * verified worktree, and the other worktrees of the repository are still reused as they were.

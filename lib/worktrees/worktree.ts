@@ -213,7 +213,7 @@ export async function removeWorktree(bare: string, wt: string, repo: RepoName, o
  * `commondir` or `HEAD` is missing or empty. `git worktree add` creates the entry and then writes those files
  * one by one; killed between creating `commondir` and writing it, it leaves an empty file on which every
  * `git worktree list`, `remove` and `prune` dies with `fatal: failed to read worktrees/<id>/commondir`
- * (issue #12), for every worktree of the repository. Caller holds the repository lock, so no `worktree add`
+ * (BENCHMARKS.md "Chaos"), for every worktree of the repository. Caller holds the repository lock, so no `worktree add`
  * of ours is running: an incomplete entry is a dead one. Its half-made checkout goes too, but only when it
  * lies under `worktreesDir` and its `.git` file (if any) points back at this entry; complete entries and
  * other directories are never touched. Returns the entries removed.

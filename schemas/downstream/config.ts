@@ -3,7 +3,7 @@ import { SandboxConfigSchema } from '../sandbox';
 import { InjectionSourceSchema } from './injection';
 
 /**
- * The `downstream` section of the run config (SPEC §5 "Downstream injection"; CodeGrep §4.1, §4.3, §5.3, App. E;
+ * The `downstream` section of the run config (docs/design.md "Downstream injection"; CodeGrep §4.1, §4.3, §5.3, App. E;
  * CodeScout §6.1). Each configuration injects a retriever's files (or none, or the gold patch's) into the issue; a
  * frozen coding agent solves every (configuration, instance) pair in a fresh checkout; a harness judges the patch.
  */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// The SWE-bench-style instance a frozen coding agent solves (SPEC §5 "Downstream injection"; CodeGrep §4.3).
+// The SWE-bench-style instance a frozen coding agent solves (docs/design.md "Downstream injection"; CodeGrep §4.3).
 
 /**
  * SWE-bench stores the test lists as JSON-encoded strings (`"[\"tests/test_a.py::test_x\"]"`); exports that

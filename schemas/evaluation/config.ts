@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from '../../lib/metrics/params';
+import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from './bootstrap-defaults';
 import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
 import { SandboxConfigSchema } from '../sandbox';
 import { CheckpointChoiceSchema, PolicyServerBackendSchema, ServedPolicySchema, TrainedPolicySchema } from '../policy-server';
 
 /**
- * The evaluation section of the run config (SPEC §5 "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
+ * The evaluation section of the run config (docs/design.md "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
  * §4.2, App. G): the retrievers, sharding, file target and bootstrap.
  */
 

@@ -37,7 +37,7 @@ export const TrainSegmentInputSchema = z.object({
   targetStep: positiveInt,
   /** The budget: the trainer's total_steps, which shapes the lr schedule. */
   totalSteps: positiveInt,
-  /** Set, the segment runs shared-nothing: a node-local run dir and worktrees, state through the store (issue #13). */
+  /** Set, the segment runs shared-nothing: a node-local run dir and worktrees, state through the store (README "Deployment: several machines"). */
   store: SegmentStoreSchema.nullable().default(null),
 });
 export type TrainSegmentInput = z.input<typeof TrainSegmentInputSchema>;
@@ -83,7 +83,7 @@ export const TrainingReportInputSchema = z.object({
   smokeRun: z.boolean(),
   modelDir: z.string(),
   notes: z.array(z.string()).default([]),
-  /** Set, the segments' logs and metrics are read from the run store (issue #13). */
+  /** Set, the segments' logs and metrics are read from the run store (README "Deployment: several machines"). */
   store: StoreUriSchema.optional(),
   /** The validated checkpoints (training.validation), in step order. */
   validation: z.array(ValidationRowSchema).default([]),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SandboxConfigSchema } from '../sandbox';
 
 /**
- * The `training` section of the run config (SPEC §5 "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4).
+ * The `training` section of the run config (docs/design.md "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4).
  * Pure zod: safe to import (as types) from workflow code.
  *
  * Paper parameters are NOT defaulted here: a field left out is not passed to the trainer, which takes it from

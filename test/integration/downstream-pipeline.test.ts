@@ -90,7 +90,7 @@ describe('downstream as the last stage of the pipeline', () => {
   });
 });
 
-describe('history bounds of evaluation and downstream under a pipeline (issue #12)', () => {
+describe('history bounds of evaluation and downstream under a pipeline (README "History bounds")', () => {
   it("the pipeline's event count does not depend on the number of evaluation shards or downstream pairs; the stages' own histories grow only per activity", async () => {
     const { client, close } = await testClient();
     const sizes = {

@@ -127,7 +127,7 @@ describe('environment stage on the real dev server', () => {
       inputs: { trajectories: trajectoriesPath, instances: withMissing },
       environment: { repoSource: { kind: 'mirror-dir', dir: mirrors }, onUnavailable: 'fail' },
     });
-    expect(strictFailed).toBe(true); // Failed in Temporal (issue #12)
+    expect(strictFailed).toBe(true); // Failed in Temporal, not a green Completed
     expect(strict.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
     expect(strict.outcomes[1]!.reason).toMatch(/1 of 3 commits could not be materialized.*acme\/absent.*onUnavailable: skip/);
   });
@@ -154,7 +154,7 @@ describe('environment stage on the real dev server', () => {
     expect(result.outcomes[1]).toMatchObject({ stage: 'environment', status: 'failed' });
     expect(result.outcomes[1]!.reason).toContain('acme/widgets');
     expect(result.outcomes[1]!.reason).toContain('environment.repoSource');
-    // Issue #12: Failed in Temporal (not a green Completed), and each hint said once.
+    // Failed in Temporal (not a green Completed), and each hint said once.
     expect(failed).toBe(true);
     expect(result.outcomes[1]!.reason!.split('environment.repoSource').length - 1).toBe(1);
     expect(result.environment).toBeNull();

@@ -10,7 +10,7 @@ import { repoRoot } from '../support/repo-root';
 import { temporalAddress, testClient, uniqueTaskQueue } from '../support/temporal';
 
 /**
- * `codegrep run` as a user runs it (issue #12), with its in-process worker, on a run whose environment stage
+ * `codegrep run` as a user runs it, with its in-process worker, on a run whose environment stage
  * fails (no mirror of the repository): the pipeline ends Failed in Temporal with every stage's outcome, the
  * command exits 3 with its stage table, the terminal has one line per failure and names the log file, and
  * the SDK's logs are in that file, not on the terminal.

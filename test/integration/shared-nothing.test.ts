@@ -16,7 +16,7 @@ import { startSeaweedS3, type SeaweedS3 } from '../support/seaweedfs';
 import { killWorkerProcess, startWorker, testClient, uniqueTaskQueue } from '../support/temporal';
 
 /**
- * Issue #13, "done when": the pipeline catm → environment → training (smoke: a tiny random model on the CPU)
+ * README "Deployment: several machines", end to end: the pipeline catm → environment → training (smoke: a tiny random model on the CPU)
  * → evaluation with nodes that share nothing but Temporal and the store (a real SeaweedFS):
  *
  * - node A: the CPU worker (workflows and every CPU activity, in this process), data dir A;
@@ -117,7 +117,7 @@ function tree(dir: string): string[] {
     .sort();
 }
 
-describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (issue #13)', () => {
+describe('shared-nothing: CPU and GPU nodes share only Temporal and the store (README "Deployment: several machines")', () => {
   it('runs catm → environment → training → evaluation; a GPU node killed mid-segment is replaced by one with a fresh data dir that resumes from the store', async () => {
     onTestFailed(() => {
       const tail = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(none)');

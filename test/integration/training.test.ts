@@ -126,7 +126,7 @@ async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, ti
 }
 
 const status = (handle: WorkflowHandle) => handle.query<TrainingStatus>('trainingStatus');
-/** "Several hundred steps" with progress every 2 ms (issue #12): one-turn episodes, about a second a step on a busy core. */
+/** "Several hundred steps" with progress every 2 ms (README "History bounds"): one-turn episodes, about a second a step on a busy core. */
 const LONG_RUN_STEPS = Number(process.env.CODEGREP_HISTORY_TEST_STEPS ?? 200);
 const runDir = (runId: string) => path.join(work, 'runs', runId);
 
@@ -193,7 +193,7 @@ function explainFailure(runId: string): void {
 }
 
 describe('training on the real dev server with the GPU worker on CPU', () => {
-  it("a pipeline's history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (issue #12)", async () => {
+  it("a pipeline's history does not grow with the training steps; the training workflow gets at most 2 progress signals per step (history bounds)", async () => {
     const histories: Record<number, { pipeline: HistoryCounts; training: HistoryCounts }> = {};
     const [fewSteps, manySteps] = [3, LONG_RUN_STEPS];
     for (const steps of [fewSteps, manySteps]) {

@@ -603,7 +603,7 @@ const ATTACKS: Attack[] = [
     args: () => ({ path: 'src/app.py', follow_symlinks: true }),
     expect: { refused: /invalid arguments for read/ },
   },
-  // added with issue #16: probes of names and existence, resource options, git's files
+  // probes of names and existence, resource options, git's files
   // git's control data answers as a missing file does (test/security/namespace.test.ts compares the two).
   {
     name: 'read .git file of the worktree',

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 
 /**
- * A workflow's history, counted for the history-bound tests (issue #12). `commandEvents` leaves out workflow-task
+ * A workflow's history, counted for the history-bound tests (README "History bounds"). `commandEvents` leaves out workflow-task
  * events (scheduled / started / completed / timed out / failed): how many workflow tasks a run takes depends on
  * how activity results happen to arrive together, and on a loaded machine a task can time out and be retried.
  * Neither depends on the length of the run, so the bounds are checked on `commandEvents`, and `workflowTaskEvents`

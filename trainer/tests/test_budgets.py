@@ -1,4 +1,4 @@
-"""Generation-budget edge cases (issue #10, finding 3): no zero-budget
+"""Generation-budget edge cases: no zero-budget
 generation, no empty turn, turns counted as the papers count them, cut turns
 flagged `truncated`. A scripted generator plays exact token counts against the
 scripted server, with the stock Qwen3 tokenizer."""

@@ -1,4 +1,4 @@
-"""Sampler / trainer consistency (issue #10, finding 2): temperature in the
+"""Sampler / trainer consistency: temperature in the
 training log-probs, only the configured sampling settings, the sampler's own
 log-probs recorded and compared, truncated importance sampling, and clipping
 that acts once the batch is off-policy."""

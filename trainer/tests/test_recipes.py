@@ -1,4 +1,4 @@
-"""Recipe presets (issue #10, finding 4): each recipe sets its whole recipe from
+"""Recipe presets: each recipe sets its whole recipe from
 lib/recipes/presets.json, with a citation per value; explicit keys override."""
 
 import re

@@ -5,7 +5,7 @@ import type { ArtifactStore } from './store';
 import { StoreIntegrityError } from './errors';
 
 /**
- * A directory tree in the store with a completion marker as its commit record (issue #13: checkpoints).
+ * A directory tree in the store with a completion marker as its commit record (README "Deployment: several machines": checkpoints).
  *
  *     <prefix>/<relative path>     every file of the tree (each written atomically)
  *     <markerKey>                  JSON { files: [{ path, sha256, bytes }], …extra }, written LAST

@@ -6,7 +6,7 @@ import { readParquetTable } from '../../artifacts/read-parquet';
 import { writeParquetArtifact } from '../../artifacts/write-parquet';
 
 /**
- * Chunk embeddings of one commit's files, kept as a Parquet artifact (SPEC §4) so a worktree indexed again
+ * Chunk embeddings of one commit's files, kept as a Parquet artifact (docs/design.md "Artifacts") so a worktree indexed again
  * is read, not re-embedded. One file per (model settings, commit):
  *
  *   <cacheDir>/<settingsKey>/<commit>.parquet   (+ .manifest.json)

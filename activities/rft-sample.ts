@@ -4,34 +4,15 @@ import { findCachedArtifact, hashConfig, writeParquetArtifact } from '../lib/art
 import { LlmError } from '../lib/llm/errors';
 import * as rft from '../lib/rft';
 import {
-  CollectRftInputSchema,
-  PlanRftInputSchema,
   RFT_SCHEMA_VERSION,
   RFT_SHARD_SCHEMA_NAME,
   SampleRftShardInputSchema,
-  WriteRftTrajectoriesInputSchema,
   rftTrajectoryColumns,
-  type CollectRftInput,
-  type CollectRftOutput,
-  type PlanRftInput,
-  type RftPlan,
   type SampleRftShardInput,
   type SampleRftShardOutput,
-  type WriteRftTrajectoriesInput,
 } from '../schemas/rft';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { invalidInput, nonRetryable, ProgressReporter } from './kit';
-
-/** The RFT split and plan (lib/rft planRft): the RL training samples without the RFT instances, and the sampling's hash. */
-export async function planRftSampling(rawInput: PlanRftInput): Promise<RftPlan> {
-  const input = PlanRftInputSchema.parse(rawInput);
-  try {
-    return await rft.planRft(input);
-  } catch (error) {
-    if (error instanceof rft.RftPlanError) throw invalidInput(error.message);
-    throw error;
-  }
-}
+import { nonRetryable, ProgressReporter } from './kit';
 
 /**
  * One shard of RFT's teacher sampling (lib/rft sampleRftShard): each finished rollout is in the shard's log as
@@ -58,7 +39,7 @@ export async function sampleRftShard(rawInput: SampleRftShardInput): Promise<Sam
     const rows = await rft.readRftRows(cached.uri);
     return { shard: cached, cached: true, sampled: rows.length, kept: rows.filter((r) => r.kept).length, resumed: rows.length };
   }
-  const ids = (await rft.planRftInstanceIds(input.rftSamples.uri)).slice();
+  const ids = await rft.planRftInstanceIds(input.rftSamples.uri);
   const instanceIds = rft.rftShardInstances(ids, input.rft.shardSize, input.shardIndex);
   const apiKey = teacher.apiKeyEnv ? process.env[teacher.apiKeyEnv]?.trim() || undefined : undefined;
   const heartbeat = new ProgressReporter();
@@ -96,21 +77,4 @@ export async function sampleRftShard(rawInput: SampleRftShardInput): Promise<Sam
   const kept = sampled.rows.filter((r) => r.kept).length;
   log.info('rft: shard sampled', { shard: input.shardIndex, rollouts: sampled.rows.length, kept, resumed: sampled.resumed });
   return { shard, cached: false, sampled: sampled.rows.length, kept, resumed: sampled.resumed };
-}
-
-/** Every shard's rollouts as `rft/sampled.parquet`, and the kept ones as trainer.sft's examples file. */
-export async function collectRftTrajectories(rawInput: CollectRftInput): Promise<CollectRftOutput> {
-  const input = CollectRftInputSchema.parse(rawInput);
-  const collected = await rft.collectRft(input.runDir, input.shards);
-  if (collected.kept === 0)
-    throw invalidInput(
-      `rft: none of the ${collected.total} sampled rollouts reached the keep threshold (${collected.failed} failed); nothing to fine-tune on (see ${collected.sampled.uri})`,
-    );
-  return collected;
-}
-
-/** The RFT artifact: every rollout with its kept flag, and the kept ones' token ids and policy mask (trainer.sft's tokens_out). */
-export async function writeRftTrajectories(rawInput: WriteRftTrajectoriesInput): Promise<ArtifactRef> {
-  const input = WriteRftTrajectoriesInputSchema.parse(rawInput);
-  return rft.writeRftTrajectories(input.runDir, input.sampled, input.tokensPath);
 }
