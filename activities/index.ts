@@ -21,5 +21,10 @@ export { writeTrainingReport } from './training-report';
 export { splitValidation } from './training-validation';
 export { recordValidation } from './training-validation-record';
 export { publishToStore } from './store-publish'; // the run's artifact store (README "Deployment: several machines")
+export { planRftSampling } from './rft-plan'; // the RFT warm start (CodeScout §4.1)
+export { sampleRftShard } from './rft-sample';
+export { collectRftTrajectories } from './rft-collect';
+export { writeRftTrajectories } from './rft-trajectories';
+export { fineTuneRft } from './rft-sft'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
 export { servePolicy } from './policy-server'; // registered by the GPU worker (workers/gpu.ts); typed here for workflows
 export { reapPolicyServer } from './policy-server-reap'; // GPU worker, likewise

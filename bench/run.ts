@@ -33,6 +33,10 @@ const benches: Record<string, { file: string; what: string }> = {
     file: 'store-traffic.ts',
     what: 'bytes put to the store per push over a 200-step synthetic segment (file://, and SeaweedFS when built) vs whole-log re-upload',
   },
+  learn: {
+    file: 'learn.ts',
+    what: 'learning shown on the real pipeline: component repos → RFT (scripted teacher) → GRPO; held-out Fβ of start, RFT, GRPO',
+  },
   worktrees: { file: 'worktrees.ts', what: 'worktree add median/p95 and disk vs full clones (BENCH_REPO_DIR for a real repository)' },
 };
 

@@ -5,6 +5,7 @@ import { SandboxConfigSchema } from './sandbox';
 import { StoreUriSchema } from './store';
 import { DEFAULT_REPO_SOURCE, RepoSourceSchema } from './worktrees';
 import { TrainingConfigSchema } from './training/config';
+import { RftConfigSchema } from './rft';
 
 /**
  * The one JSON object a `pipeline` (or `catm`) workflow takes, so
@@ -89,7 +90,7 @@ export const CatmConfigSchema = z.object({
 });
 export type CatmConfig = z.infer<typeof CatmConfigSchema>;
 
-export const PipelineStageSchema = z.enum(['catm', 'environment', 'evaluation', 'downstream', 'training']);
+export const PipelineStageSchema = z.enum(['catm', 'environment', 'evaluation', 'downstream', 'training', 'rft']);
 export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
@@ -101,6 +102,8 @@ export const PipelineConfigSchema = CatmConfigSchema.extend({
   downstream: DownstreamConfigSchema.optional(),
   /** GRPO training on the GPU worker (schemas/training/config.ts); required by the training workflow. */
   training: TrainingConfigSchema.optional(),
+  /** Warm start of training by rejection-sampling fine-tuning (schemas/rft.ts; CodeScout §4.1); stage `rft`. */
+  rft: RftConfigSchema.optional(),
   // the run's artifact store (README "Deployment: several machines")
   /**
    * The artifact store the run's machines share (`s3://bucket/prefix` or `file:///dir`; objects under

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from .tokens import ChatTokens, normalise_messages
+from .tokens import ChatTokens, Sequence, normalise_messages
 
 
 class RequestError(ValueError):
@@ -76,26 +76,39 @@ def _plain(message: dict, index: int) -> dict:
 
 def prompt_ids(chat: ChatTokens, messages: Any, tools: Optional[list]) -> list:
     """Token ids of the conversation so far, ending with the assistant header the next turn follows."""
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
+            and messages[-1].get("role") == "assistant":
+        raise RequestError("the last message is the assistant's: nothing to answer")
+    return conversation_sequence(chat, messages, tools).ids
+
+
+def conversation_sequence(chat: ChatTokens, messages: Any, tools: Optional[list]) -> Sequence:
+    """The conversation as a training sequence (tokens.py): the opening messages rendered once with the
+    generation prompt (mask 0), each assistant turn's text and the end-of-turn token (mask 1: the policy's
+    own tokens), each run of tool results / user notes rendered once as an observation block that ends with
+    the next assistant header (mask 0). A conversation that ends with an assistant turn (a kept trajectory,
+    trainer/sft.py) ends with that turn's end-of-turn token."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty list")
     if not all(isinstance(m, dict) for m in messages):
         raise RequestError("every message must be an object")
-    if messages[-1].get("role") == "assistant":
-        raise RequestError("the last message is the assistant's: nothing to answer")
     first_assistant = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
     opening = normalise_messages([_plain(m, i) for i, m in enumerate(messages[:first_assistant])], "messages")
     if not opening:
         raise RequestError("the conversation must open with a system or user message")
-    ids = chat.prompt(opening, tools)
+    sequence = Sequence(sampler_logprobs=None)
+    sequence.extend(chat.prompt(opening, tools), trainable=False)
     i = first_assistant
     while i < len(messages):
-        ids += chat.encode(assistant_text(messages[i], i)) + [chat.end_of_turn_id]
+        sequence.extend(chat.encode(assistant_text(messages[i], i)) + [chat.end_of_turn_id], trainable=True)
         j = i + 1
         while j < len(messages) and messages[j].get("role") != "assistant":
             j += 1
         observations = [_plain(m, k) for k, m in enumerate(messages[i + 1 : j], start=i + 1)]
         if not observations:
+            if j == len(messages):
+                break  # the conversation ends with this assistant turn
             raise RequestError(f"messages[{i}] and messages[{j}]: two assistant turns with nothing between them")
-        ids += chat.observation_block(normalise_messages(observations, "messages"))
+        sequence.extend(chat.observation_block(normalise_messages(observations, "messages")), trainable=False)
         i = j
-    return ids
+    return sequence

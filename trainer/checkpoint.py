@@ -178,8 +178,10 @@ def read_state(checkpoint: str) -> dict:
         return json.load(f)
 
 
-def load_checkpoint(checkpoint: str, *, model, optimizer, scheduler) -> tuple:
-    """Load weights, optimizer and scheduler in place; return (state, rng_state)."""
+def load_weights(checkpoint: str, model) -> None:
+    """Load a checkpoint's policy weights into `model` in place: a LoRA adapter into a peft model, or a fully
+    fine-tuned model's weights into policy.FullFineTune. A mismatch (adapter vs full, missing or extra keys)
+    raises naming the checkpoint."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -191,22 +193,27 @@ def load_checkpoint(checkpoint: str, *, model, optimizer, scheduler) -> tuple:
         unexpected = getattr(result, "unexpected_keys", None) or []
         if unexpected:
             raise RuntimeError(f"checkpoint {checkpoint}: adapter has keys the model lacks: {unexpected[:5]}")
-    else:
-        # finetune: full (policy.FullFineTune): the whole model, possibly in shards.
-        if hasattr(model, "peft_config"):
-            raise RuntimeError(f"checkpoint {checkpoint} holds a fully fine-tuned model; this run has finetune: lora")
-        weights = {}
-        for name in sorted(os.listdir(checkpoint)):
-            if name.endswith(".safetensors"):
-                weights.update(load_file(os.path.join(checkpoint, name)))
-        if not weights:
-            raise RuntimeError(f"checkpoint {checkpoint} has neither an adapter nor model weights")
-        base = model.get_base_model()
-        result = base.load_state_dict(weights, strict=False)
-        tied = {k for k in result.missing_keys if k.endswith("lm_head.weight")}  # tied to the embeddings
-        if result.unexpected_keys or set(result.missing_keys) - tied:
-            raise RuntimeError(f"checkpoint {checkpoint}: weights do not match the model (missing "
-                               f"{sorted(set(result.missing_keys) - tied)[:5]}, unexpected {result.unexpected_keys[:5]})")
+        return
+    # finetune: full (policy.FullFineTune): the whole model, possibly in shards.
+    if hasattr(model, "peft_config"):
+        raise RuntimeError(f"checkpoint {checkpoint} holds a fully fine-tuned model; this run has finetune: lora")
+    weights = {}
+    for name in sorted(os.listdir(checkpoint)):
+        if name.endswith(".safetensors"):
+            weights.update(load_file(os.path.join(checkpoint, name)))
+    if not weights:
+        raise RuntimeError(f"checkpoint {checkpoint} has neither an adapter nor model weights")
+    base = model.get_base_model()
+    result = base.load_state_dict(weights, strict=False)
+    tied = {k for k in result.missing_keys if k.endswith("lm_head.weight")}  # tied to the embeddings
+    if result.unexpected_keys or set(result.missing_keys) - tied:
+        raise RuntimeError(f"checkpoint {checkpoint}: weights do not match the model (missing "
+                           f"{sorted(set(result.missing_keys) - tied)[:5]}, unexpected {result.unexpected_keys[:5]})")
+
+
+def load_checkpoint(checkpoint: str, *, model, optimizer, scheduler) -> tuple:
+    """Load weights, optimizer and scheduler in place; return (state, rng_state)."""
+    load_weights(checkpoint, model)
     optimizer.load_state_dict(torch.load(os.path.join(checkpoint, "optimizer.pt"), weights_only=False))
     scheduler.load_state_dict(torch.load(os.path.join(checkpoint, "scheduler.pt"), weights_only=False))
     rng_state = torch.load(os.path.join(checkpoint, "rng.pt"), weights_only=False)

@@ -93,6 +93,10 @@ class TrainConfig:
     # "lora" (CodeGrep App. A.4: rank 32 on all linear layers, base frozen) or "full" (every
     # weight trained, kept in fp32; CodeScout §4.1 trains its models without LoRA).
     finetune: str = "lora"
+    # A checkpoint directory (trainer/checkpoint.py layout, e.g. an RFT warm start written by trainer.sft) whose
+    # policy weights (LoRA adapter or full weights, matching `finetune`) the run starts from, with a fresh
+    # optimizer and schedule at step 0 (CodeScout §4.1: RL from the RFT checkpoint). Ignored on resume.
+    init_from: Optional[str] = None
     # --- filled from the recipe preset unless given (see presets.json for the sources)
     algorithm: str = FROM_RECIPE
     max_turns: int = FROM_RECIPE        # the server enforces it; the trainer stops there too
@@ -257,6 +261,8 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}, got {c.lr_schedule!r}")
     if c.importance_sampling_cap is not None and not c.importance_sampling_cap >= 1:
         _fail("importance_sampling_cap", f"must be >= 1 (or null = off), got {c.importance_sampling_cap}")
+    if c.init_from is not None and not os.path.isfile(os.path.join(c.init_from, "COMPLETE")):
+        _fail("init_from", f"{c.init_from!r} is not a complete checkpoint directory (no COMPLETE marker)")
     if c.chat_template is not None and not os.path.isfile(c.chat_template):
         _fail("chat_template", f"file {c.chat_template!r} does not exist")
     if c.algorithm not in ALGORITHMS:

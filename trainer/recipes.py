@@ -97,3 +97,37 @@ def resolve_recipe(raw: dict, presets: dict = None) -> tuple:
             merged[key] = entry["value"]
             effective[key] = dict(entry)
     return merged, effective
+
+
+# The RFT preset keys that are trainer.sft config keys; the rest of a preset (teacher, keep filter, the RL
+# that follows) is for the stage that samples and filters the trajectories (the TypeScript RFT stage).
+RFT_TRAINER_KEYS = ("lr", "lr_schedule", "warmup_ratio", "epochs", "global_batch_size")
+
+
+def rft_names(presets: dict = None) -> list:
+    return sorted(k for k in (presets or load_presets()).get("rft", {}) if not k.startswith("$"))
+
+
+def resolve_rft(raw: dict, presets: dict = None) -> tuple:
+    """(SFT config dict with the `recipe` RFT preset applied, effective recipe {key: {value, source}}).
+
+    `recipe` (default "codescout", CodeScout §4.1) names a preset of presets.json `rft`; it fills the SFT
+    keys the config leaves out. Raises ValueError naming a bad preset or an optimizer trainer.sft lacks."""
+    presets = presets or load_presets()
+    name = raw.get("recipe", "codescout")
+    if name not in rft_names(presets):
+        raise ValueError(f"config key 'recipe': must be one of the RFT presets {', '.join(rft_names(presets))} "
+                         f"(lib/recipes/presets.json rft), got {name!r}")
+    preset = presets["rft"][name]
+    if preset["optimizer"]["value"] != "adamw":
+        raise ValueError(f"RFT preset {name!r}: optimizer {preset['optimizer']['value']!r}; trainer.sft runs AdamW")
+    merged = dict(raw)
+    effective = {"recipe": {"value": name, "source": "config" if "recipe" in raw else "default"},
+                 "optimizer": dict(preset["optimizer"])}
+    for key in RFT_TRAINER_KEYS:
+        if raw.get(key) is not None:
+            effective[key] = {"value": raw[key], "source": "config"}
+        else:
+            merged[key] = preset[key]["value"]
+            effective[key] = dict(preset[key])
+    return merged, effective

@@ -33,8 +33,8 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, load_extra_file, resolve_resume,
-                         restore_rng_state, save_checkpoint)
+from .checkpoint import (DataPosition, capture_rng_state, load_checkpoint, load_extra_file, load_weights,
+                         resolve_resume, restore_rng_state, save_checkpoint)
 from .config import TrainConfig, config_to_dict, load_config_with_recipe
 from .data import data_fingerprint, load_instance_ids
 from . import distributed
@@ -247,6 +247,10 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
         emit("resumed", step=step, checkpoint=checkpoint)
     elif resume is not None:
         log(f"--resume {resume}: no complete checkpoint in {cfg.output_dir}; starting from step 0")
+    if checkpoint is None and cfg.init_from is not None:
+        # A warm start (e.g. trainer.sft's RFT checkpoint): its weights only; optimizer and schedule start fresh.
+        load_weights(cfg.init_from, model)
+        log(f"policy weights from {cfg.init_from} (init_from); optimizer and schedule start at step 0")
 
     params = trainable_parameters(model)
     distributed.broadcast_parameters(ranks, params)  # identical adapters on every rank, fresh or resumed
@@ -263,7 +267,7 @@ def _train(cfg: TrainConfig, resume, emit, stop: StopRequest, ranks, recipe: dic
     emit("start", step=step, total_steps=cfg.total_steps, algorithm=cfg.algorithm, device=str(device),
          dtype=str(dtype).replace("torch.", ""), generator=generator.name, generator_reason=generator_reason,
          engine=generator.describe(), world_size=ranks.world_size, backend=ranks.backend, parameters=total,
-         trainable_parameters=trainable, instances=len(instance_ids), recipe=recipe, loss=settings.__dict__,
+         trainable_parameters=trainable, instances=len(instance_ids), init_from=cfg.init_from, recipe=recipe, loss=settings.__dict__,
          ignored_generation_config=ignored)
     if ranks.is_main:
         with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:

@@ -10,6 +10,7 @@
  */
 import { servePolicy } from '../activities/policy-server';
 import { reapPolicyServer } from '../activities/policy-server-reap';
+import { fineTuneRft } from '../activities/rft-sft';
 import { trainSegment } from '../activities/training';
 import { setNodeDataDir } from '../lib/store-sync';
 import { temporalConfig } from '../temporal.config';
@@ -28,7 +29,7 @@ export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<R
   if (options.dataDir) setNodeDataDir(options.dataDir);
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.gpu,
-    activities: { trainSegment, servePolicy, reapPolicyServer },
+    activities: { trainSegment, servePolicy, reapPolicyServer, fineTuneRft },
     // One trainer or one policy server owns the accelerator: never two at once on one node.
     maxConcurrentActivityTaskExecutions: 1,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,

@@ -5,3 +5,4 @@ export { pipeline } from './pipeline';
 export { downstream } from './downstream';
 export { evaluation } from './evaluation';
 export { training } from './training';
+export { rft } from './rft';

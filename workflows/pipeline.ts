@@ -6,6 +6,7 @@ import type { PipelineConfigInput, PipelineStage } from '../schemas/config';
 import type { DownstreamResult } from '../schemas/downstream';
 import type { EnvironmentResult } from '../schemas/environment';
 import type { EvaluationResult } from '../schemas/evaluation';
+import type { RftResult } from '../schemas/rft';
 import type { TrainingResult } from '../schemas/training/workflow';
 import { catm } from './catm';
 import { downstream } from './downstream';
@@ -13,6 +14,7 @@ import { environment } from './environment';
 import { evaluation } from './evaluation';
 import { validatedConfig } from './helpers';
 import { training } from './training';
+import { rft } from './rft';
 import { StageTracker } from './stage-tracker';
 import { rootMessage } from '../lib/errors/root-message';
 
@@ -27,6 +29,7 @@ interface StageResults {
   catm: CatmResult;
   environment: EnvironmentResult;
   training: TrainingResult;
+  rft: RftResult;
   evaluation: EvaluationResult;
   downstream: DownstreamResult;
 }
@@ -52,6 +55,21 @@ const withEnvironmentSamples = (
   artifacts: finished.environment ? { samples: finished.environment.samples } : undefined,
 });
 
+/**
+ * Training after an RFT stage (CodeScout §4.1): RL on the samples RFT did not see, from the RFT checkpoint
+ * (the trainer's `init_from`: its weights, a fresh optimizer and schedule).
+ */
+function trainingInput(config: ResolvedConfig, finished: Finished): ReturnType<typeof withEnvironmentSamples> {
+  const own = withEnvironmentSamples(config, finished);
+  if (!finished.rft || !config.training) return own;
+  const warm = finished.rft;
+  return {
+    ...own,
+    training: { ...config.training, trainer: { ...config.training.trainer, init_from: warm.checkpoint } },
+    artifacts: { samples: warm.trainingSamples },
+  };
+}
+
 /** Configurations that name no predictions file read the evaluation stage's predictions (their retriever's rows). */
 function evaluationPredictions(config: ResolvedConfig, finished: Finished): Record<string, ArtifactRef> {
   const fromEvaluation = finished.evaluation?.predictions;
@@ -71,8 +89,10 @@ const pipelineSteps = [
     workflow: environment,
     input: (config, finished) => ({ ...config, artifacts: finished.catm ? { samples: finished.catm.samples } : undefined }),
   }),
+  // CodeScout §4.1's RFT warm start: teacher rollouts, the perfect ones fine-tuned on (GPU worker).
+  step({ stage: 'rft', needs: ['environment'], workflow: rft, input: withEnvironmentSamples }),
   // GRPO on the GPU worker (task queue codegrep-gpu): segments of steps, resumable from checkpoints.
-  step({ stage: 'training', needs: ['environment'], workflow: training, input: withEnvironmentSamples }),
+  step({ stage: 'training', needs: ['environment', 'rft'], workflow: training, input: trainingInput }),
   step({ stage: 'evaluation', needs: ['environment'], workflow: evaluation, input: withEnvironmentSamples }),
   step({
     stage: 'downstream',
@@ -106,6 +126,7 @@ export async function pipeline(input: PipelineConfigInput): Promise<PipelineResu
     catm: null,
     environment: null,
     training: null,
+    rft: null,
     evaluation: null,
     downstream: null,
   };

@@ -124,6 +124,11 @@ function defaultTools(format: AnswerFormat): readonly ToolName[] {
   return format === 'codegrep' ? CODEGREP_TOOL_NAMES : TERMINAL_TOOL_NAMES;
 }
 
+/** The tool definitions an episode offers (its sandbox tools, and `localization_finish` for CodeScout). */
+export function episodeToolDefinitions(format: AnswerFormat, toolNames: readonly ToolName[] = defaultTools(format)): AgentToolDefinition[] {
+  return [...toolDefinitions(toolNames), ...(format === 'codescout' ? [localizationFinishToolDefinition()] : [])];
+}
+
 function checkedTokens(value: number, what: string): number {
   if (!Number.isInteger(value) || value < 0) throw new RangeError(`step(): usage.${what} must be a non-negative integer, got ${value}`);
   return value;
@@ -162,10 +167,7 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   const runner: ToolRunner = options.toolRunner ?? runTool;
   const sandbox = options.sandbox ?? {};
 
-  const tools: AgentToolDefinition[] = [
-    ...toolDefinitions(toolNames),
-    ...(answerFormat === 'codescout' ? [localizationFinishToolDefinition()] : []),
-  ];
+  const tools = episodeToolDefinitions(answerFormat, toolNames);
   const offered = new Set<string>(toolNames);
   const availableList = tools.map((t) => t.function.name).join(', ');
   const initialMessages: ChatMessage[] = [

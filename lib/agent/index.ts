@@ -1,5 +1,6 @@
 export {
   createEpisode,
+  episodeToolDefinitions,
   type Episode,
   type AssistantTurn,
   type AssistantToolCall,

@@ -7,6 +7,7 @@ import type { ResolvedTrainingConfig } from '../../schemas/training/config';
 import { resolveDownstreamPaths } from './downstream-paths';
 import { resolveEvaluationPaths } from './evaluation-paths';
 import { resolveTrainingPaths } from './training-paths';
+import { resolveRftConfig } from './rft-config';
 
 export type ResolvedConfig = Omit<PipelineConfig, 'environment' | 'training'> & {
   runDir: string;
@@ -50,5 +51,16 @@ export function resolveConfig(input: unknown, source: string, baseDir = process.
   const downstream = config.downstream ? { downstream: withSandbox(resolveDownstreamPaths(config.downstream, baseDir), sandbox) } : {};
   const evaluation = { ...resolveEvaluationPaths(config.evaluation, baseDir, source), sandbox };
   const training = config.training ? resolveTrainingPaths(config.training, baseDir, sandbox) : undefined;
-  return { ...config, dataDir, inputs, environment, evaluation, ...downstream, training, runDir: path.join(dataDir, config.runId) };
+  const rft = resolveRftConfig(config, baseDir, source);
+  return {
+    ...config,
+    dataDir,
+    inputs,
+    environment,
+    evaluation,
+    ...downstream,
+    training,
+    ...(rft ? { rft } : {}),
+    runDir: path.join(dataDir, config.runId),
+  };
 }

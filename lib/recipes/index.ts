@@ -36,6 +36,27 @@ const RecipePresetSchema = z
   })
   .strict();
 
+/**
+ * A rejection-sampling fine-tuning warm start (CodeScout §4.1): how trajectories are sampled and kept (read by the
+ * RFT stage), the SFT values (read by trainer/recipes.py for `python -m trainer.sft`), and the RL that follows.
+ */
+const RftPresetSchema = z
+  .object({
+    teacher: entry(z.string()),
+    sampled_instances: entry(z.number().int().positive()),
+    keep_min_f1: entry(z.object({ file: z.number(), module: z.number(), function: z.number() }).strict()),
+    kept_examples: entry(z.number().int().positive()),
+    epochs: entry(z.number().int().positive()),
+    lr: entry(z.number().positive()),
+    lr_schedule: entry(z.enum(['cosine', 'constant'])),
+    warmup_ratio: entry(z.number().min(0).lt(1)),
+    global_batch_size: entry(z.number().int().positive()),
+    optimizer: entry(z.literal('adamw')),
+    rl_steps: entry(z.number().int().positive()),
+    rl_instances: entry(z.number().int().positive()),
+  })
+  .strict();
+
 const PresetsSchema = z.object({
   $comment: z.string(),
   /** The papers' per-model-size training setups (trainer config `paper_setup`); read by trainer/recipes.py. */
@@ -44,6 +65,7 @@ const PresetsSchema = z.object({
     TrainerAlgorithmName,
     z.object({ clip_low: entry(z.number()), clip_high: entry(z.number()), normalize_advantage_std: entry(z.boolean()) }).strict(),
   ),
+  rft: z.object({ $comment: z.string(), codescout: RftPresetSchema }).strict(),
   recipes: z
     .object({
       'codegrep-v1': RecipePresetSchema,
@@ -57,6 +79,14 @@ const PresetsSchema = z.object({
 export const RECIPE_PRESETS = PresetsSchema.parse(presetsJson);
 export type TrainerRecipeName = keyof typeof RECIPE_PRESETS.recipes;
 export type RecipePreset = z.infer<typeof RecipePresetSchema>;
+export type RftPreset = z.infer<typeof RftPresetSchema>;
+
+/** The RFT warm-start preset (CodeScout §4.1), e.g. its keep filter `keep_min_f1` and the SFT values. */
+export function rftPreset(name: keyof typeof RECIPE_PRESETS.rft & string = 'codescout'): RftPreset {
+  const preset = RECIPE_PRESETS.rft[name];
+  if (typeof preset === 'string') throw new Error(`rft preset ${name}: not a preset`);
+  return preset;
+}
 
 /** The trainer's (and the papers') name of a training recipe: `v3` is `codegrep-v3`. */
 export function trainerRecipeName(recipe: TrainingRecipe): TrainerRecipeName {

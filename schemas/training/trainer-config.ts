@@ -61,6 +61,8 @@ export const TrainerConfigSchema = z
     paper_setup: text.nullable().optional(),
     /** "lora" (CodeGrep App. A.4) or "full" (every weight; CodeScout §4.1 uses no LoRA). */
     finetune: z.enum(['lora', 'full']).optional(),
+    /** A checkpoint directory (e.g. trainer.sft's RFT warm start) whose weights the run starts from, fresh optimizer at step 0. */
+    init_from: text.nullable().optional(),
     algorithm: z.enum(['grpo', 'gspo', 'dr_grpo']).optional(),
     max_turns: positiveInt.optional(),
     max_new_tokens: positiveInt.optional(),

@@ -116,3 +116,26 @@ def test_an_unknown_paper_setup_is_refused_naming_the_choices():
 def test_full_fine_tuning_with_a_kl_term_is_refused():
     with pytest.raises(ConfigError, match="config key 'finetune': full fine-tuning has no frozen reference"):
         parse_config({**MINIMAL, "finetune": "full", "recipe": "codegrep-v3"})
+
+
+def test_the_codescout_rft_preset_holds_the_papers_warm_start_numbers_each_cited():
+    # CodeScout §4.1: CodeScout-14B rollouts on 7.7K instances, kept at F1 = 1.0 (file, module, function),
+    # ~4K examples, 1 epoch, lr 5e-5, cosine, warmup 0.1, global batch 8, AdamW; then RL 100 steps on 800
+    # instances RFT did not see.
+    from trainer.recipes import RFT_TRAINER_KEYS, resolve_rft, rft_names
+
+    rft = load_presets()["rft"]["codescout"]
+    values = {k: e["value"] for k, e in rft.items()}
+    assert values == {"teacher": "CodeScout-14B", "sampled_instances": 7700,
+                      "keep_min_f1": {"file": 1.0, "module": 1.0, "function": 1.0}, "kept_examples": 4000,
+                      "epochs": 1, "lr": 5e-5, "lr_schedule": "cosine", "warmup_ratio": 0.1, "global_batch_size": 8,
+                      "optimizer": "adamw", "rl_steps": 100, "rl_instances": 800}
+    assert all(e["source"].startswith("CodeScout §4.1") for e in rft.values())
+    assert rft_names() == ["codescout"]
+    merged, effective = resolve_rft({"lr": 1e-4})
+    assert {k: merged[k] for k in RFT_TRAINER_KEYS} == {"lr": 1e-4, "lr_schedule": "cosine", "warmup_ratio": 0.1,
+                                                       "epochs": 1, "global_batch_size": 8}
+    assert effective["lr"] == {"value": 1e-4, "source": "config"}
+    assert effective["recipe"] == {"value": "codescout", "source": "default"}
+    with pytest.raises(ValueError, match="must be one of the RFT presets codescout"):
+        resolve_rft({"recipe": "codegrep-v3"})

@@ -1,0 +1,332 @@
+/**
+ * `npm run bench -- learn`: learning shown on the real pipeline. Generated component repositories (the learnable
+ * task of bench/learn/component-repos.ts) → environment (real git worktrees) → RFT from the scripted grep teacher
+ * (CodeScout §4.1: sample, keep F1 = 1.0, `trainer.sft`) → GRPO from the RFT checkpoint (`init_from`) on the
+ * instances RFT did not see, validated on the held-out ones → three checkpoints served by the policy server
+ * (lib/policy-server, trainer.serve on the CPU) and evaluated on held-out instances from repositories no stage
+ * trained on: the start (the random model: a zero LoRA adapter), after RFT, after GRPO. One JSON line: held-out
+ * file Fβ and reward (CodeGrep v3, §3.5 Eq. 8) of each, with paired bootstrap intervals (lib/stats) of the
+ * differences, and the targets met or not. A tiny random Qwen3-shaped model on the CPU.
+ *
+ * Knobs (env): LEARN_GRPO_STEPS (12), LEARN_TRAIN_REPOS (8, 4 instances each: half RFT, half GRPO),
+ * LEARN_HELD_OUT_REPOS (4), LEARN_KEEP=1 keeps the work folder.
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { portIsFree, startDevServer } from '../cli/dev-server';
+import { readParquetObjects, sha256File } from '../lib/artifacts';
+import { startPolicyServer } from '../lib/policy-server/policy-server';
+import { ADAPTER_WEIGHTS, servedModelName, type ServedCheckpoint } from '../lib/policy-server/served-checkpoint';
+import { codeGrepReward } from '../lib/rewards';
+import { pairedMeans } from '../lib/stats';
+import { trainingLayout } from '../lib/training/layout';
+import type { EvaluationResult } from '../schemas/evaluation';
+import type { RftResult } from '../schemas/rft';
+import type { PipelineResult } from '../workflows/pipeline';
+import { repoRoot } from '../test/support/repo-root';
+import { startScriptedOpenAiServer } from '../test/support/scripted-openai-server';
+import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
+import { generateComponentRepos, type ComponentInstance } from './learn/component-repos';
+import { componentTeacher } from './learn/scripted-teacher';
+import { writeTaskTokenizer } from './learn/task-tokenizer';
+
+const started = Date.now();
+const env = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
+const GRPO_STEPS = env('LEARN_GRPO_STEPS', 12);
+const TRAIN_REPOS = env('LEARN_TRAIN_REPOS', 8);
+const HELD_OUT_REPOS = env('LEARN_HELD_OUT_REPOS', 4);
+const LORA = { r: 8, alpha: 16 };
+const LIMITS = { maxTurns: 2, maxNewTokens: 96, maxNewTokensPerTurn: 48, maxSeqLen: 4096 };
+const python = path.join(repoRoot, '.venv/bin/python');
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-bench-learn-'));
+const mirrors = path.join(work, 'mirrors');
+const runId = 'learn';
+const runDir = path.join(work, 'runs', runId);
+const workers: ChildProcess[] = [];
+const log = (message: string) => console.error(`[learn ${((Date.now() - started) / 1000).toFixed(0)} s] ${message}`);
+
+async function freePort(from: number): Promise<number> {
+  for (let port = from; port < from + 200; port++) if (await portIsFree(port)) return port;
+  throw new Error(`no free port in ${from}..${from + 200}`);
+}
+
+/** The random model with a zero LoRA adapter (B = 0: exactly the base model), as a checkpoint the policy server serves. */
+function zeroAdapter(modelDir: string, out: string): void {
+  const script = [
+    'import json, os, sys, torch',
+    'from trainer.config import LoraConfig',
+    'from trainer.policy import load_policy',
+    `model, _ = load_policy(sys.argv[1], LoraConfig(r=${LORA.r}, alpha=${LORA.alpha}), torch.float32, torch.device("cpu"), False)`,
+    'model.save_pretrained(sys.argv[2])',
+    'json.dump({"step": 0}, open(os.path.join(sys.argv[2], "trainer_state.json"), "w"))',
+    'open(os.path.join(sys.argv[2], "COMPLETE"), "w").write("step 0\\n")',
+  ].join('\n');
+  execFileSync(python, ['-c', script, modelDir, out], { cwd: repoRoot, stdio: 'ignore' });
+}
+
+/**
+ * trainer/random_model.py initialises the tied embedding with std 0.02 and the final norm with 1, so every logit
+ * of the tiny model is within about ±0.2: its distribution is uniform and LoRA (which leaves the head and the norm
+ * frozen) cannot sharpen it (SFT loss stays at ln |V| ≈ 6.9). The final norm scaled by 25 gives logits of
+ * std ≈ 4, a random model with a usable output scale (measured: SFT loss 10 → 4.3 in 24 steps instead of 6.9 → 6.2 in 48).
+ */
+function scaleOutputNorm(modelDir: string, factor: number): void {
+  const script = [
+    'import glob, sys',
+    'from safetensors.torch import load_file, save_file',
+    'for f in glob.glob(sys.argv[1] + "/*.safetensors"):',
+    '    w = load_file(f)',
+    '    if "model.norm.weight" in w:',
+    '        w["model.norm.weight"] = w["model.norm.weight"] * float(sys.argv[2])',
+    '        save_file(w, f, metadata={"format": "pt"})',
+  ].join('\n');
+  execFileSync(python, ['-c', script, modelDir, String(factor)], { cwd: repoRoot, stdio: 'ignore' });
+}
+
+/** Per held-out instance: file Fβ, and the v3 reward (Fβ_file · 1[c̄ > 0]) of the prediction. */
+async function perInstance(result: EvaluationResult, gold: Map<string, string>) {
+  const metrics = await readParquetObjects(result.metrics.uri);
+  const predictions = new Map((await readParquetObjects(result.predictions.uri)).map((p) => [String(p.instanceId), p]));
+  const fBeta = new Map<string, number>();
+  const reward = new Map<string, number>();
+  for (const m of metrics) {
+    const id = String(m.instanceId);
+    const p = predictions.get(id)!;
+    fBeta.set(id, Number(m.fileFBeta));
+    const file = gold.get(id)!;
+    const turns = Number(p.turns ?? 0);
+    reward.set(
+      id,
+      codeGrepReward('v3', {
+        predictedFiles: (p.files as string[]) ?? [],
+        predictedLineRanges: [],
+        targetFiles: [file],
+        patchFiles: [file],
+        goldLineRanges: [],
+        toolCalls: Number(p.toolCalls ?? 0),
+        turns: Math.max(1, turns),
+      }).total,
+    );
+  }
+  return { fBeta, reward };
+}
+
+let closeAll = async () => undefined as void;
+try {
+  // ---- the task: training repos (RFT + GRPO) and held-out repos no stage trains on
+  const trainInstances = generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 1, repos: TRAIN_REPOS, instancesPerRepo: 4 });
+  const heldOut = generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 2, repos: HELD_OUT_REPOS, instancesPerRepo: 4 });
+  const all: ComponentInstance[] = [...trainInstances, ...heldOut];
+  const gold = new Map(all.map((i) => [i.instance_id, i.gold_file]));
+  // RFT on the instances of every other repository; GRPO on the rest (a repository's instances share its commit).
+  const rftIds = trainInstances.filter((i) => Number(/-(\d+)$/.exec(i.repo)![1]) % 2 === 0).map((i) => i.instance_id);
+  const heldOutIds = heldOut.map((i) => i.instance_id);
+  writeFileSync(path.join(work, 'instances.jsonl'), all.map((i) => JSON.stringify(i)).join('\n') + '\n');
+  writeFileSync(path.join(work, 'trajectories.jsonl'), '');
+  const modelDir = path.join(work, 'model');
+  const tokenizerDir = path.join(work, 'tokenizer');
+  writeTaskTokenizer(tokenizerDir, trainInstances, LIMITS.maxTurns, python, repoRoot); // held-out text never seen
+  execFileSync(python, ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny', '--tokenizer', tokenizerDir], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+  });
+  scaleOutputNorm(modelDir, 25);
+  log(`${trainInstances.length} training instances (${rftIds.length} for RFT), ${heldOutIds.length} held out`);
+
+  // ---- Temporal, the workers, the teacher
+  const serverDir = path.join(work, 'temporal');
+  mkdirSync(serverDir);
+  const port = await freePort(19233);
+  const server = await startDevServer({ dataDir: serverDir, port, ui: false });
+  const address = `127.0.0.1:${port}`;
+  const taskQueue = `learn-${process.pid}`;
+  const gpuQueue = `learn-gpu-${process.pid}`;
+  const quiet = { OMP_NUM_THREADS: '2', MKL_NUM_THREADS: '2', TOKENIZERS_PARALLELISM: 'false' };
+  workers.push(await spawnWorkerAt(address, taskQueue, quiet));
+  workers.push(await spawnWorkerAt(address, taskQueue, { ...quiet, CODEGREP_GPU_TASK_QUEUE: gpuQueue }, 'workers/gpu.ts'));
+  for (const w of workers) {
+    w.stdout?.resume();
+    w.stderr?.resume();
+  }
+  const teacher = await startScriptedOpenAiServer({ script: componentTeacher });
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace: 'codegrep' });
+  closeAll = async () => {
+    await teacher.close();
+    await connection.close();
+    for (const w of workers) await killWorkerProcess(w);
+    await server.stop();
+  };
+
+  const config = {
+    runId,
+    dataDir: path.join(work, 'runs'),
+    inputs: { trajectories: path.join(work, 'trajectories.jsonl'), instances: path.join(work, 'instances.jsonl') },
+    environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } },
+    training: {
+      modelDir,
+      recipe: 'v3',
+      steps: GRPO_STEPS,
+      segmentSteps: GRPO_STEPS,
+      checkpointEvery: GRPO_STEPS / 2,
+      gpuTaskQueue: gpuQueue,
+      batchSize: 4,
+      groupSize: 8,
+      limits: LIMITS,
+      lr: 5e-3,
+      warmupRatio: 0,
+      temperature: 1,
+      topP: 1,
+      klBeta: 0,
+      lora: LORA,
+      trainer: { generator: 'hf', micro_batch_tokens: 8192, lr_schedule: 'constant', track_kl: false },
+      validation: { instances: heldOutIds, every: GRPO_STEPS / 2 },
+    },
+    rft: {
+      instances: rftIds,
+      teacher: { baseUrl: teacher.baseUrl, model: 'scripted-grep-teacher' },
+      shardSize: 8,
+      sft: { finetune: 'lora', lora: LORA, lr: 3e-2, lrSchedule: 'constant', warmupRatio: 0, epochs: 12, globalBatchSize: 4 },
+    },
+    evaluation: { policyServer: { backend: 'hf' }, bootstrap: { samples: 1000 } },
+  };
+  const pipeline = (await client.workflow.execute('pipeline', {
+    taskQueue,
+    workflowId: `${runId}/pipeline`,
+    args: [{ ...config, stages: ['catm', 'environment', 'rft', 'training'] }],
+  })) as PipelineResult;
+  const rft = pipeline.rft as RftResult;
+  const grpo = pipeline.training!;
+  log(`pipeline done: RFT kept ${rft.kept}/${rft.sampled}, ${rft.sftSteps} SFT steps; GRPO ${grpo.step} steps`);
+
+  // ---- the three checkpoints, each served by the policy server and evaluated on the held-out instances
+  const segments = path.join(trainingLayout(runDir).segments);
+  const segment = readdirSync(segments).sort().at(-1)!;
+  const trainerConfigPath = path.join(
+    segments,
+    segment,
+    readdirSync(path.join(segments, segment))
+      .filter((f) => f.endsWith('.config.json'))
+      .sort()
+      .at(-1)!,
+  );
+  const startDir = path.join(work, 'start-adapter');
+  zeroAdapter(modelDir, startDir);
+  const checkpoints = [
+    { name: 'start', dir: startDir, step: 0 },
+    { name: 'rft', dir: rft.checkpoint, step: rft.sftSteps },
+    { name: 'grpo', dir: grpo.checkpoint!, step: grpo.step },
+  ];
+  const results: Record<string, { fBeta: Map<string, number>; reward: Map<string, number> }> = {};
+  for (const c of checkpoints) {
+    const served: ServedCheckpoint = {
+      runId: `${runId}-${c.name}`,
+      step: c.step,
+      dir: c.dir,
+      adapterSha256: await sha256File(path.join(c.dir, ADAPTER_WEIGHTS)),
+      servedName: servedModelName(`${runId}-${c.name}`, c.step),
+      trainerConfigPath,
+      baseModel: modelDir,
+      trainedWith: { recipe: 'codegrep-v3', answerFormat: 'codegrep', maxTurns: LIMITS.maxTurns },
+    };
+    const policy = await startPolicyServer({
+      checkpoint: served,
+      python,
+      projectRoot: repoRoot,
+      backend: 'hf',
+      logDir: path.join(work, 'servers', c.name),
+      env: { ...process.env, ...quiet },
+    });
+    try {
+      const evaluation = (await client.workflow.execute('evaluation', {
+        taskQueue,
+        workflowId: `${runId}/held-out-${c.name}`,
+        args: [
+          {
+            ...config,
+            outputLabel: `held-out-${c.name}`,
+            evaluation: {
+              instances: heldOutIds,
+              retrievers: [
+                {
+                  name: c.name,
+                  kind: 'agent',
+                  baseUrl: policy.baseUrl,
+                  model: policy.model,
+                  answerFormat: 'codegrep',
+                  limits: { maxTurns: LIMITS.maxTurns },
+                  concurrency: 1,
+                  timeoutMs: 300_000,
+                },
+              ],
+            },
+          },
+        ],
+      })) as EvaluationResult;
+      results[c.name] = await perInstance(evaluation, gold);
+      log(`${c.name}: evaluated ${results[c.name]!.fBeta.size} held-out instances`);
+    } finally {
+      await policy.stop('evaluated');
+    }
+  }
+
+  const bootstrap = { resamples: 2000, seed: 7 };
+  const compare = (a: string, b: string, what: 'fBeta' | 'reward') =>
+    pairedMeans(heldOutIds, results[a]![what], results[b]![what], bootstrap);
+  const mean = (name: string, what: 'fBeta' | 'reward') =>
+    [...results[name]![what].values()].reduce((s, v) => s + v, 0) / heldOutIds.length;
+  const figures = Object.fromEntries(
+    checkpoints.map((c) => [c.name, { fileFBeta: mean(c.name, 'fBeta'), reward: mean(c.name, 'reward') }]),
+  );
+  const startToGrpo = compare('start', 'grpo', 'fBeta');
+  const rftToGrpo = compare('rft', 'grpo', 'fBeta');
+  const seconds = (Date.now() - started) / 1000;
+  const targets = {
+    grpoFBetaAtLeast0_5: figures.grpo!.fileFBeta >= 0.5,
+    grpoAtLeast0_3AboveStart: startToGrpo.second! - startToGrpo.first! >= 0.3,
+    grpoNotBelowRft: rftToGrpo.differenceInterval!.high >= 0,
+    within15Minutes: seconds <= 15 * 60,
+  };
+  console.log(
+    JSON.stringify({
+      bench: 'learn',
+      heldOutInstances: heldOutIds.length,
+      trainingInstances: trainInstances.length,
+      rftKept: rft.kept,
+      rftSampled: rft.sampled,
+      sftSteps: rft.sftSteps,
+      grpoSteps: grpo.step,
+      figures,
+      differences: {
+        rftMinusStart: {
+          fBeta: compare('start', 'rft', 'fBeta').differenceInterval,
+          reward: compare('start', 'rft', 'reward').differenceInterval,
+        },
+        grpoMinusRft: { fBeta: rftToGrpo.differenceInterval, reward: compare('rft', 'grpo', 'reward').differenceInterval },
+        grpoMinusStart: { fBeta: startToGrpo.differenceInterval, reward: compare('start', 'grpo', 'reward').differenceInterval },
+      },
+      validation: grpo.validation?.rows.map((r) => ({ step: r.step, value: r.value })) ?? null,
+      report: path.join(trainingLayout(runDir).report, 'report.md'),
+      targets,
+      seconds: Math.round(seconds),
+      cores: os.cpus().length,
+    }),
+  );
+} finally {
+  await closeAll().catch(() => undefined);
+  const pid = path.join(runDir, 'rft', 'sft', 'sft.pid.json');
+  for (const file of [pid, trainingLayout(runDir).pidFile])
+    if (existsSync(file)) {
+      try {
+        process.kill(-(JSON.parse(readFileSync(file, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  if (process.env.LEARN_KEEP === '1') console.error(`work folder kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
+}
