@@ -12,6 +12,10 @@ oracle) of per-instance mean reward on the held-out instances, before vs after, 
    trained as policy tokens, does not pass the check (the loss-mask and advantage bugs the unit tests on fixed
    tensors cannot see).
 
+What the tiny model learns here is the answer format (RFT) and the task's prior, `cache` in 9 of 16 issues
+(component_task.COMPONENT_WEIGHTS): RFT imitates the teacher's mix, RL moves towards the reward-maximising answer.
+It does not learn the per-issue lookup in this budget (trainer/README.md "Learning shown" has the figures).
+
 Rollouts are seeded per (open seed, episode, turn) (generate_hf.py), so "before" and "after" are sampled with
 the same random numbers: the comparison is paired twice over.
 """
