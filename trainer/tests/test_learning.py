@@ -229,3 +229,45 @@ def test_unmasked_observations_fail_the_learning_check(world, warm_start, monkey
     result = learning_check(world, warm_start["rewards"], after)
     report("grpo-unmasked-observations", result, seconds)
     assert not result["passed"], result
+
+
+class Replay:
+    """A rollout engine that plays the teacher's turns back as their canonical tokens: turn k of the episode
+    whose prompt a row starts with (rows are told apart by their opening prompt, turns by the sampling key)."""
+
+    def __init__(self, chat, stop_ids, examples):
+        from trainer.chat_request import assistant_text
+
+        self.stop_ids = stop_ids
+        self.plays = []
+        for e in examples:
+            turns = [
+                chat.encode(assistant_text(m, i)) + [chat.end_of_turn_id] for i, m in enumerate(e["messages"]) if m["role"] == "assistant"
+            ]
+            self.plays.append((chat.prompt(e["messages"][:2], e["tools"]), turns))
+
+    def generate(self, prompts, budgets, keys):
+        out = []
+        for ids, (_seed, _index, turn) in zip(prompts, keys):
+            turns = next(t for prompt, t in self.plays if ids[: len(prompt)] == prompt)
+            out.append(turns[turn])
+        return out
+
+
+def test_an_sft_example_is_tokenized_exactly_as_the_rollout_of_the_same_episode(world):
+    from trainer.chat_request import conversation_sequence
+
+    _, tokenizer = load_policy(world["model_dir"], LoraConfig(), torch.float32, torch.device("cpu"), False, FINETUNE)
+    chat = ChatTokens(tokenizer)
+    with open(world["examples"]) as f:
+        kept = [json.loads(line) for line in f][:3]
+    replay = Replay(chat, stop_token_ids(tokenizer), kept)
+    ids = [e["instance_id"] for e in kept]
+    rollouts = run_rollouts(EnvClient(world["url"]), replay, chat, ids, 2, 0, LIMITS, lambda: False)
+    assert len(rollouts) == 6
+    for r in rollouts:
+        example = next(e for e in kept if e["instance_id"] == r.episode.instance_id)
+        sequence = conversation_sequence(chat, example["messages"], example["tools"])
+        # Same ids and the same loss mask: SFT trains exactly what GRPO would on this episode.
+        assert (r.sequence.ids, r.sequence.mask) == (sequence.ids, sequence.mask)
+        assert r.outcome.reward == 1.0 and r.turns == 2
