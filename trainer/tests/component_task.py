@@ -77,16 +77,32 @@ def instance_id(seed: int, component: str) -> str:
     return f"repo{seed}__{component}"
 
 
+# How often each component is the broken one: `cache` in 9 of 16 issues. A tiny model on two CPU cores does not
+# learn the per-issue lookup (component word or grep hit -> path) in the test's budget (measured: SFT's loss
+# plateaus and 24 GRPO steps leave held-out reward at chance), but it does learn this prior: the teacher's
+# trajectories teach probability matching (~56% cache), and RL can move the policy to the reward-maximising answer.
+COMPONENT_WEIGHTS = {c: (9 if c == "cache" else 1) for c in COMPONENTS}
+ISSUES_PER_REPO = 8
+
+
 def make_instances(seeds) -> dict:
-    """{instance_id: {repo, component, function, issue}} for one instance per (repo seed, component)."""
+    """{instance_id: {seed, files, component, function, issue}}: ISSUES_PER_REPO issues per repo seed, each about
+    a component drawn by COMPONENT_WEIGHTS and one of its functions."""
     out = {}
     for seed in seeds:
         files = make_repo(seed)
         rng = random.Random(f"issue:{seed}")
-        for component in COMPONENTS:
+        for k in range(ISSUES_PER_REPO):
+            component = rng.choices(COMPONENTS, weights=[COMPONENT_WEIGHTS[c] for c in COMPONENTS])[0]
             function = rng.choice(functions_of(files[gold_path(component)]))
             issue = f"The {component} component is broken: `{function}` {rng.choice(SYMPTOMS)}."
-            out[instance_id(seed, component)] = {"seed": seed, "files": files, "component": component, "function": function, "issue": issue}
+            out[instance_id(seed, f"{k}-{component}")] = {
+                "seed": seed,
+                "files": files,
+                "component": component,
+                "function": function,
+                "issue": issue,
+            }
     return out
 
 

@@ -269,3 +269,38 @@ def test_grpo_init_from_starts_from_the_sft_checkpoints_weights(tmp_path, tiny_m
     assert first["step"] == 1 and first["lr"] == grpo["lr"]
     with pytest.raises(ConfigError, match="config key 'init_from': .* is not a complete checkpoint"):
         parse_config({**grpo, "init_from": str(tmp_path)})
+
+
+def test_a_real_sigterm_checkpoints_and_resume_finishes_without_a_step_twice(tmp_path, tiny_model_dir):
+    import signal
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    config = sft_config(tmp_path, tiny_model_dir, epochs=5, save_every=1000)  # 15 steps
+    path = write_config(tmp_path, config)
+    env = dict(os.environ, PYTHONPATH=repo, OMP_NUM_THREADS="1")
+    child = subprocess.Popen([sys.executable, "-m", "trainer.sft", "--config", path], stdout=subprocess.PIPE, text=True, env=env, cwd=repo)
+    lines = []
+    for line in child.stdout:
+        lines.append(json.loads(line))
+        if lines[-1]["event"] == "step" and lines[-1]["step"] == 2:
+            child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=120) == 0
+    stopped = lines[-1]
+    assert stopped["event"] == "stopped" and stopped["signal"] == "SIGTERM" and stopped["checkpoint"]
+    first = [e["step"] for e in lines if e["event"] == "step"]
+    assert stopped["step"] == first[-1] < 15
+    resumed = subprocess.run(
+        [sys.executable, "-m", "trainer.sft", "--config", path, "--resume", "latest"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    after = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert after[0] == {"event": "resumed", "step": stopped["step"], "checkpoint": stopped["checkpoint"]}
+    assert first + [e["step"] for e in after if e["event"] == "step"] == list(range(1, 16))
+    assert after[-1] == {"event": "done", "step": 15}
