@@ -35,8 +35,15 @@ export async function listTree(gitDir: string, commit: string, opts: { signal?: 
   for (const record of out.split('\0')) {
     if (record === '') continue;
     const tab = record.indexOf('\t');
-    const fields = record.slice(0, tab).split(' ').filter((f) => f !== '');
-    if (tab < 0 || fields.length !== 4) throw new WorktreeError('git-failed', `git ls-tree ${commit} in ${gitDir}: unexpected line ${JSON.stringify(record.slice(0, 200))}`, { retryable: false, commit });
+    const fields = record
+      .slice(0, tab)
+      .split(' ')
+      .filter((f) => f !== '');
+    if (tab < 0 || fields.length !== 4)
+      throw new WorktreeError('git-failed', `git ls-tree ${commit} in ${gitDir}: unexpected line ${JSON.stringify(record.slice(0, 200))}`, {
+        retryable: false,
+        commit,
+      });
     const [mode, type, oid, size] = fields as [string, string, string, string];
     entries.push({ mode, type, oid, size: size === '-' ? null : Number(size), path: record.slice(tab + 1) });
   }
@@ -79,13 +86,18 @@ export class BlobReader {
         : stoppedFor
           ? `stopped (${stoppedFor})`
           : `exited with code ${code}: ${lastLines(this.stderr)}`;
-      this.fail(new WorktreeError(stoppedFor === 'abort' ? 'aborted' : 'git-failed', `git cat-file --batch in ${gitDir} ${why}`, { retryable: true }));
+      this.fail(
+        new WorktreeError(stoppedFor === 'abort' ? 'aborted' : 'git-failed', `git cat-file --batch in ${gitDir} ${why}`, {
+          retryable: true,
+        }),
+      );
     });
   }
 
   /** The contents of blob `oid`; null when the repository has no such object. */
   read(oid: string): Promise<Buffer | null> {
-    if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid)) return Promise.reject(new RangeError(`BlobReader: ${JSON.stringify(oid)} is not an object id`));
+    if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid))
+      return Promise.reject(new RangeError(`BlobReader: ${JSON.stringify(oid)} is not an object id`));
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       this.pending.push({ oid, resolve, reject });
@@ -125,7 +137,13 @@ export class BlobReader {
         const fields = line.split(' ');
         const request = this.pending[0];
         if (request === undefined || fields[0] !== request.oid) {
-          this.fail(new WorktreeError('git-failed', `git cat-file --batch in ${this.gitDir}: unexpected answer ${JSON.stringify(line.slice(0, 200))}`, { retryable: false }));
+          this.fail(
+            new WorktreeError(
+              'git-failed',
+              `git cat-file --batch in ${this.gitDir}: unexpected answer ${JSON.stringify(line.slice(0, 200))}`,
+              { retryable: false },
+            ),
+          );
           this.group.stop('protocol error');
           return;
         }

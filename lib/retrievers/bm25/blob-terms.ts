@@ -162,7 +162,10 @@ export class BlobTermStore {
   async flush(): Promise<number> {
     const blobs = this.unsaved;
     if (this.dir === null || blobs.length === 0) return 0;
-    const file = path.join(this.dir, `terms-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`);
+    const file = path.join(
+      this.dir,
+      `terms-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,
+    );
     await writeParquetArtifact({
       path: file,
       schemaName: BLOB_TERMS_SCHEMA,

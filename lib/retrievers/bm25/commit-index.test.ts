@@ -88,7 +88,8 @@ function expectSameIndex(ours: Bm25Index, theirs: Bm25Index): void {
     const b = theirs[part];
     expect(a.documentCount).toBe(b.documentCount);
     expect(a.vocabulary.size).toBe(b.vocabulary.size);
-    for (let t = 0; t < a.vocabulary.size; t++) if (a.vocabulary.term(t) !== b.vocabulary.term(t)) expect(a.vocabulary.term(t)).toBe(b.vocabulary.term(t));
+    for (let t = 0; t < a.vocabulary.size; t++)
+      if (a.vocabulary.term(t) !== b.vocabulary.term(t)) expect(a.vocabulary.term(t)).toBe(b.vocabulary.term(t));
     expect(a.averageIdf).toBe(b.averageIdf); // same summation order, to the last bit
     expect(a.averageLength).toBe(b.averageLength);
     expect(Array.from(a.documentLengths)).toEqual(Array.from(b.documentLengths));
