@@ -10,10 +10,25 @@ import {
   type GroundTruthInput,
   type GroundTruthOutput,
 } from '../schemas/environment';
+import { git } from '../lib/worktrees/git';
 import { groundTruthToColumns } from '../schemas/ground-truth';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { WorktreeResultSchema } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
+
+const commonDirs = new Map<string, Promise<string | null>>();
+/** The bare repository a worktree belongs to (null when git cannot tell: the pre-image is then read through the worktree). */
+function commonGitDir(worktree: string): Promise<string | null> {
+  let found = commonDirs.get(worktree);
+  if (!found) {
+    found = git(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: worktree, timeoutMs: 60_000 }).then(
+      (out) => out.trim(),
+      () => null,
+    );
+    commonDirs.set(worktree, found);
+  }
+  return found;
+}
 
 /**
  * Ground truth from the gold patches (SPEC §5; CodeScout §3.1): files, pre-image line ranges, and the classes
@@ -26,7 +41,8 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
   // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.
-  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped' });
+  // `gitDir`: the samples carry their bare repository (BM25 and dense read it); `checkout: false`: no worktrees.
+  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped', gitDir: true, checkout: input.checkout });
   const worktreeByCommit = new Map<string, string>();
   for await (const record of readRows(input.worktrees.uri)) {
     if ('error' in record) continue;
@@ -61,14 +77,23 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   try {
     for (const sample of samples) {
       summary.samples++;
-      const worktree = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
+      const materialized = worktreeByCommit.get(`${sample.repo}@${sample.baseCommit}`)!;
+      // With checkouts the row is a worktree and its bare repository is git's common dir; without, the row is it.
+      const gitDir = input.checkout ? await commonGitDir(materialized) : materialized;
       const { truth, error } = await sampleGroundTruth(
         patches.get(sample.instanceId),
         fileChanges.get(sample.instanceId),
-        worktree,
+        gitDir ?? materialized,
         summary,
+        gitDir === null ? 'HEAD' : sample.baseCommit,
       );
-      rows.push({ ...sample, ...groundTruthToColumns(truth), worktreePath: worktree, groundTruthError: error });
+      rows.push({
+        ...sample,
+        ...groundTruthToColumns(truth),
+        worktreePath: input.checkout ? materialized : null,
+        gitDir,
+        groundTruthError: error,
+      });
       const done = summary.samples - withoutWorktree;
       progress.report({
         stage: 'ground-truth',

@@ -40,6 +40,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       cacheDir,
       worktreesDir,
       concurrencyAcrossRepos: input.environment.concurrencyAcrossRepos,
+      checkout: input.checkout,
       signal: Context.current().cancellationSignal,
       onProgress: ({ done, total, result }) => {
         counts[result.status] += 1;
@@ -57,7 +58,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
     arrowSchema: worktreesArrowSchema,
     rows: results.map((r) => ({ ...r, error: r.error ?? null })),
     inputs: [input.samples],
-    configHash: hashConfig({ stage: 'worktrees', source: repoSource, worktreesDir }),
+    configHash: hashConfig({ stage: 'worktrees', source: repoSource, worktreesDir, ...(input.checkout ? {} : { checkout: false }) }),
   });
 
   const failures = results.filter((r) => r.status === 'failed');

@@ -94,7 +94,8 @@ function parseArgs(argv: string[]): Args & { child: string | null; size: number;
     else if (flag === '--work') args.work = value;
     else throw new Error(`unknown argument ${flag} (expected --mirrors, --sizes, --dense-blobs, --model, --out, --instances)`);
   }
-  if (args.sizes.some((s) => !Number.isInteger(s) || s < 1)) throw new Error(`--sizes must be positive integers, got ${args.sizes.join(',')}`);
+  if (args.sizes.some((s) => !Number.isInteger(s) || s < 1))
+    throw new Error(`--sizes must be positive integers, got ${args.sizes.join(',')}`);
   return args;
 }
 
@@ -146,6 +147,7 @@ function byCommit(instances: readonly Instance[]): Map<string, Instance[]> {
 /** One stage in this process. */
 async function runStage(stage: string, instances: Instance[], mirrorDir: string, cacheRoot: string, extra: Record<string, string>) {
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   const groups = byCommit(instances);
   const totals = { commits: 0, listed: 0, candidates: 0, documents: 0, tokenized: 0, tokenizedBytes: 0, cached: 0 };
   const ms = { list: 0, readAndTokenize: 0, build: 0, query: 0 };
@@ -174,7 +176,11 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
     ms.readAndTokenize += index.stats.ms.read;
     ms.build += index.stats.ms.build;
     const q0 = performance.now();
-    for (const instance of group) predictions.set(instance.instance_id, retrieveTopK(index, instance.problem_statement, DEFAULT_TOP_K).map((r) => r.path));
+    for (const instance of group)
+      predictions.set(
+        instance.instance_id,
+        retrieveTopK(index, instance.problem_statement, DEFAULT_TOP_K).map((r) => r.path),
+      );
     ms.query += performance.now() - q0;
   }
   await reader?.close();
@@ -184,6 +190,8 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
     instances: instances.length,
     ...totals,
     wallS: r3((performance.now() - started) / 1000),
+    // CPU seconds of this process (git cat-file's own time not included): on a loaded machine the steadier figure.
+    cpuS: r3((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6),
     ms: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, Math.round(v)])),
     peakRssMb: mb(process.resourceUsage().maxRSS * 1024),
     cacheDiskMb: mb(duBytes(cacheRoot)),
@@ -196,7 +204,11 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
       const c = bootstrapCI(values);
       return { mean: r3(mean(values)), low: r3(c.low), high: r3(c.high) };
     };
-    line.top2 = { precision: ci(scores.map((s) => s.precision)), recall: ci(scores.map((s) => s.recall)), fBeta: ci(scores.map((s) => s.f)) };
+    line.top2 = {
+      precision: ci(scores.map((s) => s.precision)),
+      recall: ci(scores.map((s) => s.recall)),
+      fBeta: ci(scores.map((s) => s.f)),
+    };
   }
   console.log(JSON.stringify(line));
 }
@@ -231,7 +243,8 @@ async function denseRate(instances: Instance[], mirrorDir: string, modelDir: str
   await reader.close();
   const started = performance.now();
   let chunks = 0;
-  for (let i = 0; i < texts.length; i += 32) chunks += (await embedFileChunks(model, texts.slice(i, i + 32), settings)).chunks.flat().length;
+  for (let i = 0; i < texts.length; i += 32)
+    chunks += (await embedFileChunks(model, texts.slice(i, i + 32), settings)).chunks.flat().length;
   const seconds = (performance.now() - started) / 1000;
   await releaseEmbeddingModel(model);
   const blobsPerSecond = texts.length / seconds;
@@ -247,7 +260,9 @@ async function denseRate(instances: Instance[], mirrorDir: string, modelDir: str
       blobsPerSecond: r3(blobsPerSecond),
       chunksPerSecond: r3(chunks / seconds),
       // Whole-repository dense on this CPU: every distinct blob of each size's commits, embedded once.
-      estimatedHoursBySize: Object.fromEntries(Object.entries(sizes).map(([size, distinct]) => [size, r3(distinct / blobsPerSecond / 3600)])),
+      estimatedHoursBySize: Object.fromEntries(
+        Object.entries(sizes).map(([size, distinct]) => [size, r3(distinct / blobsPerSecond / 3600)]),
+      ),
       peakRssMb: mb(process.resourceUsage().maxRSS * 1024),
       load: load(),
     }),
@@ -285,7 +300,11 @@ async function child(args: ReturnType<typeof parseArgs>): Promise<void> {
       if (expected > 0) extra = { repo: last.repo, commit };
     }
     if (!extra) throw new Error(`no ancestor of ${last.base_commit} within 50 commits has new Python blobs`);
-    const newInstance: Instance = { ...instances.find((i) => i.repo === extra.repo)!, instance_id: 'new-commit', base_commit: extra.commit };
+    const newInstance: Instance = {
+      ...instances.find((i) => i.repo === extra.repo)!,
+      instance_id: 'new-commit',
+      base_commit: extra.commit,
+    };
     await runStage('new-commit', [newInstance], mirrorDir, cacheRoot, {
       repo: extra.repo,
       commit: extra.commit,
@@ -307,7 +326,16 @@ async function child(args: ReturnType<typeof parseArgs>): Promise<void> {
 
 function runChild(stage: string, size: number, args: Args, work: string): Promise<number> {
   const argv = ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', stage, '--size', String(size), '--work', work];
-  argv.push('--instances', args.instances, '--model', args.model, '--sizes', args.sizes.join(','), '--dense-blobs', String(args.denseBlobs));
+  argv.push(
+    '--instances',
+    args.instances,
+    '--model',
+    args.model,
+    '--sizes',
+    args.sizes.join(','),
+    '--dense-blobs',
+    String(args.denseBlobs),
+  );
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, argv, { stdio: 'inherit' });
     proc.once('exit', (code) => resolve(code ?? 1));

@@ -2,7 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { EnvironmentResult, MaterializeSummary } from '../schemas/environment';
+import { checkoutsNeeded, type EnvironmentResult, type MaterializeSummary } from '../schemas/environment';
 import { activityOptions } from './activity-options';
 import { trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
@@ -33,11 +33,13 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
     input.artifacts?.samples ??
     (await findRunArtifact({ runDir: config.runDir, relativePath: 'catm/samples.parquet', producedBy: 'catm' }));
 
+  // BM25/dense-only runs read the bare repositories: no worktree per commit (environment.worktrees: auto).
+  const checkout = checkoutsNeeded(config);
   const materialized = await trackedStep(
     tracker,
     'worktrees',
     () =>
-      materializeWorktrees({ ...common, samples, environment: config.environment }).catch((error: unknown) => {
+      materializeWorktrees({ ...common, samples, environment: config.environment, checkout }).catch((error: unknown) => {
         tracker.finish('worktrees', 'failed', 'see the failure for the repositories and the mirror config key');
         throw error;
       }),
@@ -46,7 +48,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const truth = await trackedStep(
     tracker,
     'ground-truth',
-    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances }),
+    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances, checkout }),
     (t) => `${t.summary.withGroundTruth} of ${t.summary.samples} samples`,
   );
   tracker.complete();

@@ -4,7 +4,7 @@ import { ensureBareClone } from './bare-clone';
 import { WorktreeError, errorMessage } from './errors';
 import { worktreePath } from './layout';
 import { parseCommit, parseRepoName } from './repo-name';
-import { ensureWorktree, type WorktreeOptions } from './worktree';
+import { ensureCommitInBareClone, ensureWorktree, type WorktreeOptions } from './worktree';
 
 export interface MaterializeProgress {
   done: number;
@@ -16,6 +16,11 @@ export interface MaterializeOptions extends WorktreeOptions {
   /** Repositories worked on at once (default 4). Within one repository, `worktree add` runs one at a time. */
   concurrencyAcrossRepos?: number;
   onProgress?: (p: MaterializeProgress) => void;
+  /**
+   * Make a worktree per commit (default true). False: only make sure each bare clone holds its commits (BM25 and
+   * dense read from it); each result's `path` is then the bare clone.
+   */
+  checkout?: boolean;
 }
 
 /**
@@ -100,7 +105,7 @@ async function materializeRepo(
       continue;
     }
     try {
-      const w = await ensureWorktree(repo, commit, opts);
+      const w = opts.checkout === false ? await ensureCommitInBareClone(repo, commit, opts) : await ensureWorktree(repo, commit, opts);
       record(keys, { repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
     } catch (e) {
       if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
