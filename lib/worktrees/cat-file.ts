@@ -116,11 +116,27 @@ export class BlobReader {
     for (const p of this.pending.splice(0)) p.reject(this.failure);
   }
 
+  /** The first `n` buffered bytes, removed from the buffer; copies only the chunks that hold them. */
   private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
-    this.chunks = all.length > n ? [all.subarray(n)] : [];
-    this.buffered = all.length - n;
-    return all.subarray(0, n);
+    let covered = 0;
+    let count = 0;
+    while (covered < n) covered += this.chunks[count++]!.length;
+    const taken = count === 1 ? this.chunks[0]! : Buffer.concat(this.chunks.slice(0, count), covered);
+    const rest = taken.subarray(n);
+    this.chunks.splice(0, count, ...(rest.length > 0 ? [rest] : []));
+    this.buffered -= n;
+    return taken.subarray(0, n);
+  }
+
+  /** Offset of the first newline in the buffer, or −1. */
+  private newlineOffset(): number {
+    let offset = 0;
+    for (const chunk of this.chunks) {
+      const at = chunk.indexOf(0x0a);
+      if (at >= 0) return offset + at;
+      offset += chunk.length;
+    }
+    return -1;
   }
 
   private receive(chunk: Buffer): void {
@@ -128,10 +144,7 @@ export class BlobReader {
     this.buffered += chunk.length;
     for (;;) {
       if (this.body === null) {
-        // The header line is short: look for its newline in the first chunks only.
-        const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
-        this.chunks = [head];
-        const newline = head.indexOf(0x0a);
+        const newline = this.newlineOffset();
         if (newline < 0) return;
         const line = this.take(newline + 1).toString('utf8', 0, newline);
         const fields = line.split(' ');
