@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { RANKED_DEPTH } from '../../reports';
 import type { RetrieverConfig } from '../../../schemas/evaluation';
 import { BlobTermStore, blobTermsDir } from '../bm25/blob-terms';
@@ -31,7 +32,7 @@ export async function densePredictor(
   const settings = chunkSettings(model, { maxChunksPerFile: retriever.maxChunksPerFile });
   const settingsHash = blobEmbeddingsSettingsHash(model, settings);
   const scan = { includeTests: !retriever.excludeTests };
-  const embeddingsRoot = `${context.embeddingCacheDir}/blobs`;
+  const embeddingsRoot = path.join(context.embeddingCacheDir, 'blobs');
   const termsRoot = context.termCacheDir ?? sharedCacheDir(context.embeddingCacheDir, 'bm25-terms');
   const session = new RepositorySession(
     async (slug) => ({
