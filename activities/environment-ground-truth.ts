@@ -17,10 +17,25 @@ import {
   type GroundTruthInput,
   type GroundTruthOutput,
 } from '../schemas/environment';
+import { git } from '../lib/worktrees/git';
 import { groundTruthToColumns } from '../schemas/ground-truth';
 import { SampleSchema, type Sample } from '../schemas/samples';
 import { treeKey, WorktreeResultSchema, type WorktreeResult } from '../schemas/worktrees';
 import { ProgressReporter } from './kit';
+
+const commonDirs = new Map<string, Promise<string | null>>();
+/** The bare repository a worktree belongs to (null when git cannot tell: the pre-image is then read through the worktree). */
+function commonGitDir(worktree: string): Promise<string | null> {
+  let found = commonDirs.get(worktree);
+  if (!found) {
+    found = git(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: worktree, timeoutMs: 60_000 }).then(
+      (out) => out.trim(),
+      () => null,
+    );
+    commonDirs.set(worktree, found);
+  }
+  return found;
+}
 
 /**
  * Ground truth from the gold patches (docs/design.md "Ground truth from patches"; CodeScout §3.1): files, pre-image line ranges, and the classes
@@ -33,7 +48,8 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
   const instances = await sourceRef(input.instancesPath);
   const inputs = [input.samples, input.worktrees, instances];
   // `samplesWithoutWorktree: dropped`: samples of commits that could not be materialized are not rows any more.
-  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped' });
+  // `gitDir`: the samples carry their bare repository (BM25 and dense read it); `checkout: false`: no worktrees.
+  const configHash = hashConfig({ stage: 'ground-truth', samplesWithoutWorktree: 'dropped', gitDir: true, checkout: input.checkout });
   const worktreeByCommit = new Map<string, WorktreeResult>();
   for await (const record of readRows(input.worktrees.uri)) {
     if ('error' in record) continue;
@@ -69,18 +85,26 @@ export async function deriveGroundTruth(rawInput: GroundTruthInput): Promise<Gro
     for (const sample of samples) {
       summary.samples++;
       const worktree = worktreeByCommit.get(treeKey(sample))!;
+      const materialized = worktree.path;
+      // With checkouts the row is a worktree and its bare repository is git's common dir; without, the row is it.
+      const gitDir = input.checkout ? await commonGitDir(materialized) : materialized;
+      const repository = gitDir ?? materialized;
+      const rev = gitDir === null ? 'HEAD' : worktree.commit;
       // A use_patch tree is the bug: its fix, what the agent must localize, is the patch reversed.
-      const goldPatch = sample.bugPatch !== null ? await fixPatchOf(worktree.path) : patches.get(sample.instanceId);
-      const { truth, error } = await sampleGroundTruth(goldPatch, fileChanges.get(sample.instanceId), worktree.path, summary, {
-        filesFromLabels: sample.bugPatch !== null,
-        missingPatch: sample.bugPatch !== null ? `no fix: git diff HEAD HEAD~1 failed in ${worktree.path}` : undefined,
+      const usePatch = sample.bugPatch !== null;
+      const goldPatch = usePatch ? await fixPatchOf(repository, rev) : patches.get(sample.instanceId);
+      const { truth, error } = await sampleGroundTruth(goldPatch, fileChanges.get(sample.instanceId), repository, summary, {
+        filesFromLabels: usePatch,
+        missingPatch: usePatch ? `no fix: git diff ${rev} ${rev}~1 failed in ${repository}` : undefined,
+        rev,
       });
       rows.push({
         ...sample,
         baseCommit: worktree.commit,
         patchedFrom: worktree.patchedFrom,
         ...groundTruthToColumns(truth),
-        worktreePath: worktree.path,
+        worktreePath: input.checkout ? materialized : null,
+        gitDir,
         groundTruthError: error,
       });
       const done = summary.samples - withoutWorktree;

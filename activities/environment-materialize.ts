@@ -47,6 +47,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
       cacheDir,
       worktreesDir,
       concurrencyAcrossRepos: input.environment.concurrencyAcrossRepos,
+      checkout: input.checkout,
       signal: Context.current().cancellationSignal,
       ...(input.environment.maxWorktreeBytes !== undefined ? { maxWorktreeBytes: input.environment.maxWorktreeBytes } : {}),
       onBudget: (r) => {
@@ -69,7 +70,7 @@ export async function materializeWorktrees(rawInput: MaterializeInput): Promise<
     arrowSchema: worktreesArrowSchema,
     rows: results.map((r) => ({ ...r, error: r.error ?? null })),
     inputs: [input.samples],
-    configHash: hashConfig({ stage: 'worktrees', source: repoSource, worktreesDir }),
+    configHash: hashConfig({ stage: 'worktrees', source: repoSource, worktreesDir, ...(input.checkout ? {} : { checkout: false }) }),
   });
 
   const failures = results.filter((r) => r.status === 'failed');

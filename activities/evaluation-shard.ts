@@ -64,6 +64,7 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const predictor = await openPredictor(retriever, {
     signal: Context.current().cancellationSignal,
     embeddingCacheDir,
+    onProgress: (progress) => heartbeat.report(progress),
     ...(input.evaluation.sandbox ? { isolation: input.evaluation.sandbox.isolation } : {}),
   }).catch((error: unknown) => {
     heartbeat.close();

@@ -38,9 +38,17 @@ const benches: Record<string, { file: string; what: string }> = {
     what: 'learning shown on the real pipeline: component repos → RFT (scripted teacher) → GRPO; held-out Fβ of start, RFT, GRPO',
   },
   worktrees: { file: 'worktrees.ts', what: 'worktree add median/p95 and disk vs full clones (BENCH_REPO_DIR for a real repository)' },
+  scale: {
+    file: 'scale.ts',
+    what: 'BM25 over 13/52/203 SWE-bench Verified instances from full bare mirrors: cold, warm, one new commit; dense CPU rate',
+  },
 };
 
-const requested = process.argv.slice(2);
+// `npm run bench -- scale --mirrors DIR`: the names come first; everything from the first `--flag` on goes to each bench.
+const argv = process.argv.slice(2);
+const firstFlag = argv.findIndex((a) => a.startsWith('--'));
+const requested = firstFlag < 0 ? argv : argv.slice(0, firstFlag);
+const benchArgs = firstFlag < 0 ? [] : argv.slice(firstFlag);
 const unknown = requested.filter((name) => !(name in benches));
 if (unknown.length > 0) {
   console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(benches).join(', ')}`);
@@ -53,7 +61,7 @@ for (const name of names) {
   const bench = benches[name]!;
   console.error(`\n== bench ${name}: ${bench.what}`);
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, bench.file)], { stdio: 'inherit' });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, bench.file), ...benchArgs], { stdio: 'inherit' });
     child.once('exit', (exitCode) => resolve(exitCode ?? 1));
   });
   if (code !== 0) {

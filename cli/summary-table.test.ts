@@ -148,7 +148,9 @@ describe('final screen', () => {
     expect(screen).toContain(
       'trained: checkpoint step 2 of run demo (demo/step-00000002, hf, adapter eeb1a50a0efa) — a toy model on a CPU: its numbers mean nothing',
     );
-    expect(screen).toContain("minilm: all-MiniLM-L6-v2 embeddings of each instance's BM25 top-20 files, their first 2 chunks");
+    expect(screen).toContain(
+      "minilm: all-MiniLM-L6-v2 embeddings of each instance's BM25 top-20 files (the BM25 prefilter, not the papers' whole-repository dense baseline), their first 2 chunks",
+    );
     expect(screen).toContain('report     /runs/demo/evaluation/report.html');
     expect(screen).toContain('Web UI     http://localhost:8233/');
     expect(screen).toContain('artifacts  /runs/demo/');

@@ -172,7 +172,10 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     }
     for (const r of context.retrievers ?? []) {
       if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
-      const corpus = r.bm25Candidates === undefined ? 'every file' : `each instance's BM25 top-${r.bm25Candidates} files`;
+      const corpus =
+        r.bm25Candidates === undefined
+          ? 'every file of the repository'
+          : `each instance's BM25 top-${r.bm25Candidates} files (the BM25 prefilter, not the papers' whole-repository dense baseline)`;
       const chunks =
         r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
       lines.push(

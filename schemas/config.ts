@@ -61,6 +61,12 @@ export const EnvironmentConfigSchema = z.object({
    * Unset: no budget.
    */
   maxWorktreeBytes: z.number().int().positive().optional(),
+  /**
+   * Whether each commit gets a checkout: with `auto` (default) a run whose stages end in an evaluation of BM25
+   * and dense retrievers only (no training, downstream or agent retriever) makes none, since BM25 and dense read
+   * the commit from the bare repository; every other run makes them. `always` makes them whatever the stages.
+   */
+  worktrees: z.enum(['auto', 'always']).default('auto'),
 });
 export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
 
@@ -95,7 +101,12 @@ export type PipelineStage = z.infer<typeof PipelineStageSchema>;
 
 export const PipelineConfigSchema = CatmConfigSchema.extend({
   stages: z.array(PipelineStageSchema).min(1).default(['catm']),
-  environment: EnvironmentConfigSchema.default({ repoSource: DEFAULT_REPO_SOURCE, concurrencyAcrossRepos: 4, onUnavailable: 'fail' }),
+  environment: EnvironmentConfigSchema.default({
+    repoSource: DEFAULT_REPO_SOURCE,
+    concurrencyAcrossRepos: 4,
+    onUnavailable: 'fail',
+    worktrees: 'auto',
+  }),
   /** Retrieval-quality evaluation (schemas/evaluation.ts); default: BM25 top-2 only. */
   evaluation: EvaluationConfigSchema.prefault({}),
   /** Downstream injection evaluation (CodeGrep §4.3, Table 3); required when stages include "downstream". */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ArtifactRefSchema } from './artifact-ref';
-import { EnvironmentConfigSchema } from './config';
+import { EnvironmentConfigSchema, type EnvironmentConfig, type PipelineStage } from './config';
 import { columns, nullable, utf8 } from './columns';
 import { groundTruthColumns, GROUND_TRUTH_SCHEMA_VERSION } from './ground-truth';
 import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, sampleColumns } from './samples';
@@ -24,11 +24,30 @@ export const environmentSampleColumns = columns({
   patchedFrom: nullable(utf8()),
   ...groundTruthColumns.shape,
   worktreePath: nullable(utf8()),
+  /** The repository's bare clone, where BM25 and dense read the commit's files (no checkout needed). */
+  gitDir: nullable(utf8()),
   /** Null when ground truth was derived; otherwise why it could not be (no worktree, unparseable patch). */
   groundTruthError: nullable(utf8()),
 });
 export const environmentSamplesArrowSchema = environmentSampleColumns.arrowSchema();
 export { GROUND_TRUTH_SCHEMA_VERSION };
+
+/**
+ * Whether the environment stage makes a worktree per commit. Training (the agent's tools), downstream injection
+ * and an agent retriever work in a checkout; BM25 and dense read the commit from the bare repository
+ * (lib/retrievers/bm25/commit-index.ts). With `worktrees: auto` a run that goes on to an evaluation of BM25 and
+ * dense retrievers only, with no training or downstream stage, makes none; a run whose later stages are not
+ * named (an environment-only run, whose samples another run may train on) keeps making them.
+ */
+export function checkoutsNeeded(config: {
+  stages: readonly PipelineStage[];
+  environment: Pick<EnvironmentConfig, 'worktrees'>;
+  evaluation?: { retrievers: readonly { kind: string }[] };
+}): boolean {
+  if (config.environment.worktrees === 'always') return true;
+  if (!config.stages.includes('evaluation') || config.stages.includes('training') || config.stages.includes('downstream')) return true;
+  return (config.evaluation?.retrievers ?? []).some((r) => r.kind === 'agent');
+}
 
 const stageBase = {
   runId: z.string(),
@@ -39,6 +58,8 @@ export const MaterializeInputSchema = z.object({
   ...stageBase,
   samples: ArtifactRefSchema,
   environment: EnvironmentConfigSchema.extend({ cacheDir: z.string(), worktreesDir: z.string() }),
+  /** Make a worktree per commit (false: only make sure the bare repository holds the commit). */
+  checkout: z.boolean().default(true),
 });
 export type MaterializeInput = z.input<typeof MaterializeInputSchema>;
 
@@ -120,6 +141,8 @@ export const GroundTruthInputSchema = z.object({
   samples: ArtifactRefSchema,
   worktrees: ArtifactRefSchema,
   instancesPath: z.string(),
+  /** The worktrees rows are checkouts (true) or bare repositories holding the commit (false). */
+  checkout: z.boolean().default(true),
 });
 export type GroundTruthInput = z.input<typeof GroundTruthInputSchema>;
 

@@ -3,7 +3,7 @@ import type * as activities from '../activities';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
-import type { EnvironmentResult, MaterializeSummary } from '../schemas/environment';
+import { checkoutsNeeded, type EnvironmentResult, type MaterializeSummary } from '../schemas/environment';
 import { activityOptions } from './activity-options';
 import { trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
@@ -34,11 +34,13 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
     input.artifacts?.samples ??
     (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.catmSamples, producedBy: 'catm' }));
 
+  // BM25/dense-only runs read the bare repositories: no worktree per commit (environment.worktrees: auto).
+  const checkout = checkoutsNeeded(config);
   const materialized = await trackedStep(
     tracker,
     'worktrees',
     () =>
-      materializeWorktrees({ ...common, samples, environment: config.environment }).catch((error: unknown) => {
+      materializeWorktrees({ ...common, samples, environment: config.environment, checkout }).catch((error: unknown) => {
         tracker.finish('worktrees', 'failed', 'see the failure for the repositories and the mirror config key');
         throw error;
       }),
@@ -47,7 +49,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const truth = await trackedStep(
     tracker,
     'ground-truth',
-    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances }),
+    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances, checkout }),
     (t) => `${t.summary.withGroundTruth} of ${t.summary.samples} samples`,
   );
   tracker.complete();

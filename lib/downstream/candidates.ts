@@ -131,6 +131,7 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
             baseCommit: instance.base_commit,
             problemStatement: instance.problem_statement,
             worktreePath: checkout.path,
+            gitDir: null,
             truth: UNSCORED,
           };
           const t0 = performance.now();

@@ -13,8 +13,10 @@ export interface EvaluationInstance {
   repo: string;
   baseCommit: string;
   problemStatement: string;
-  /** The sample's worktree; null when the environment stage could not make it. */
+  /** The sample's worktree; null when the environment stage could not make it or made none (BM25/dense need none). */
   worktreePath: string | null;
+  /** The repository's bare clone (BM25 and dense read the commit's files from it); null in samples older than the column. */
+  gitDir: string | null;
   truth: InstanceTruth;
 }
 
@@ -74,6 +76,7 @@ export async function loadEvaluationInstances(samplesUri: string, selected?: rea
       baseCommit: text(row, 'baseCommit', where),
       problemStatement: text(row, 'problemStatement', where),
       worktreePath: typeof row.worktreePath === 'string' ? row.worktreePath : null,
+      gitDir: typeof row.gitDir === 'string' ? row.gitDir : null,
       truth: {
         goldFiles: truth.files,
         targetFiles: stringList(row, 'targetFiles', where),

@@ -21,11 +21,12 @@ const emptyTruth: GroundTruth = {
 };
 
 /**
- * The pre-image of a repo-relative path at the worktree's commit, read from git's object store (never through
- * the filesystem, so a patch path such as `../x` cannot reach outside the repository). null when absent.
+ * The pre-image of a repo-relative path at `rev` (a worktree's HEAD, or a commit of a bare repository), read from
+ * git's object store (never through the filesystem, so a patch path such as `../x` cannot reach outside the
+ * repository). null when absent.
  */
-export function preImageReader(worktree: string): ReadPreImage {
-  return (file) => git(['-C', worktree, 'cat-file', 'blob', `HEAD:${file}`], { timeoutMs: PRE_IMAGE_TIMEOUT_MS }).catch(() => null);
+export function preImageReader(repository: string, rev = 'HEAD'): ReadPreImage {
+  return (file) => git(['-C', repository, 'cat-file', 'blob', `${rev}:${file}`], { timeoutMs: PRE_IMAGE_TIMEOUT_MS }).catch(() => null);
 }
 
 /**
@@ -81,16 +82,16 @@ export function emptyGroundTruthSummary(): GroundTruthSummary {
 export async function sampleGroundTruth(
   patch: string | undefined,
   labelled: readonly FileChange[] | undefined,
-  worktree: string,
+  repository: string,
   summary: GroundTruthSummary,
-  opts: { filesFromLabels?: boolean; missingPatch?: string } = {},
+  opts: { filesFromLabels?: boolean; missingPatch?: string; rev?: string } = {},
 ): Promise<{ truth: GroundTruth; error: string | null }> {
   if (!patch) {
     summary.patchErrors++;
     return { truth: emptyTruth, error: opts.missingPatch ?? 'instance patch not found in the instances input' };
   }
   try {
-    let truth = await groundTruthForPatch(patch, preImageReader(worktree));
+    let truth = await groundTruthForPatch(patch, preImageReader(repository, opts.rev ?? 'HEAD'));
     // CodeScout-layout instances carry their own module / function labels: those are the targets.
     if (labelled) {
       const targets = targetsFromFileChanges(labelled);

@@ -23,8 +23,11 @@ export interface ProcessGroupOptions {
   cwd?: string;
   /** The full environment of the child (callers decide what it inherits). */
   env: NodeJS.ProcessEnv;
-  /** Written to the child's stdin, then stdin is closed; without it stdin is /dev/null. */
-  stdin?: string;
+  /**
+   * Written to the child's stdin, then stdin is closed; without it stdin is /dev/null. `{ pipe: true }` keeps
+   * stdin open for the caller to write to (`ProcessGroup.input`) as the program runs (a `git cat-file --batch`).
+   */
+  stdin?: string | { pipe: true };
   stdout?: OutputTarget;
   stderr?: OutputTarget;
   /** Stop the group (reason `timeout`) after this long. */
@@ -127,7 +130,7 @@ export class ProcessGroup {
       child.stdin.on('error', () => {
         // the program may exit without reading its stdin
       });
-      child.stdin.end(options.stdin);
+      if (typeof options.stdin === 'string') child.stdin.end(options.stdin);
     }
     let spawnError: ProcessGroupExit['spawnError'];
     this.spawned = new Promise<void>((resolve, reject) => {
@@ -175,6 +178,11 @@ export class ProcessGroup {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** The child's stdin when started with `stdin: { pipe: true }` (the caller ends it); null otherwise. */
+  get input(): NodeJS.WritableStream | null {
+    return typeof this.options.stdin === 'object' ? this.child.stdin : null;
   }
 
   /** The first reason given to `stop()` (or `timeout` / `abort`), null while nobody stopped the group. */

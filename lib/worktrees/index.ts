@@ -9,4 +9,4 @@ export { materializeAll, type MaterializeOptions, type MaterializeProgress } fro
 export { pruneWorktrees, type PruneOptions, type PruneResult } from './prune';
 export { parseCommit, parseRepoName, repoFromSlug, worktreeKey, type RepoName } from './repo-name';
 export { mirrorCandidates, parseRepoSource } from './repo-source';
-export { ensureWorktree, type EnsuredWorktree, type WorktreeOptions } from './worktree';
+export { ensureCommitInBareClone, ensureWorktree, type EnsuredWorktree, type WorktreeOptions } from './worktree';

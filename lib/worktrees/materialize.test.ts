@@ -94,6 +94,26 @@ describe('materializeAll', () => {
     expect(again.map((r) => r.status)).toEqual(Array(13).fill('reused'));
   });
 
+  it("with checkout: false makes no worktree: the bare clone holds each commit and is the row's path", async () => {
+    const d = dirs();
+    const requests = widgets.commits.slice(0, 3).map((commit) => ({ repo: 'acme/widgets', commit }));
+    const rows = await materializeAll(requests, { ...d, source, checkout: false });
+    const bare = path.join(d.cacheDir, 'acme__widgets.git');
+    expect(rows.map((r) => [r.status, r.path, r.bytes, r.error])).toEqual(Array(3).fill(['reused', bare, 0, null]));
+    for (const [i, commit] of widgets.commits.slice(0, 3).entries()) {
+      expect((await git(['-C', bare, 'cat-file', 'blob', `${commit}:VERSION`], { timeoutMs: 10_000 })).trim()).toBe(String(i));
+    }
+    await expect(fs.access(d.worktreesDir)).rejects.toThrow(/ENOENT/);
+    const fromUrl = dirs();
+    const fetched = await materializeAll(requests.slice(0, 1), {
+      ...fromUrl,
+      source: { kind: 'url', template: `file://${path.join(root, 'mirrors')}/{owner}__{name}.git` },
+      checkout: false,
+    });
+    expect(fetched[0]).toMatchObject({ status: 'created', path: path.join(fromUrl.cacheDir, 'acme__widgets.git'), error: null });
+    await expect(fs.access(fromUrl.worktreesDir)).rejects.toThrow(/ENOENT/);
+  });
+
   it('rejects when aborted', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -5,9 +5,9 @@ import { enforceWorktreeBudget, type BudgetResult } from './budget';
 import { WorktreeError, errorCode, errorMessage } from './errors';
 import { holdWorktrees, type WorktreeHold } from './holds';
 import { worktreePath } from './layout';
-import { ensurePatchedWorktree, type BugPatch } from './patched';
+import { ensurePatchedCommit, ensurePatchedWorktree, type BugPatch } from './patched';
 import { parseCommit, parseRepoName } from './repo-name';
-import { ensureWorktree, type WorktreeOptions } from './worktree';
+import { ensureCommitInBareClone, ensureWorktree, type WorktreeOptions } from './worktree';
 
 export interface MaterializeProgress {
   done: number;
@@ -26,6 +26,11 @@ export interface MaterializeOptions extends WorktreeOptions {
    */
   maxWorktreeBytes?: number;
   onBudget?: (r: BudgetResult) => void;
+  /**
+   * Make a worktree per commit (default true). False: only make sure each bare clone holds its commits (BM25 and
+   * dense read from it); each result's `path` is then the bare clone.
+   */
+  checkout?: boolean;
 }
 
 /**
@@ -147,6 +152,11 @@ async function materializeRepo(
       continue;
     }
     try {
+      if (opts.checkout === false) {
+        const c = await ensureCommitInBareClone(repo, commit, opts);
+        record(keys, { ...NOT_PATCHED, repo, commit, path: c.path, status: c.status, ms: c.ms, bytes: c.bytes, error: null });
+        continue;
+      }
       const w = await ensureWorktree(repo, commit, opts);
       await ready(w);
       record(keys, { ...NOT_PATCHED, repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
@@ -162,6 +172,24 @@ async function materializeRepo(
       continue;
     }
     try {
+      if (opts.checkout === false) {
+        // No checkout: the patched commit in the bare clone is what BM25 and dense read.
+        const c = await ensurePatchedCommit(repo, patch, opts);
+        const ms = performance.now() - t0;
+        record(keys, {
+          ...NOT_PATCHED,
+          repo,
+          commit: c.commit,
+          path: c.path,
+          status: 'reused',
+          ms,
+          bytes: 0,
+          error: null,
+          bugPatchSha256: sha,
+          patchedFrom: c.patchedFrom,
+        });
+        continue;
+      }
       const w = await ensurePatchedWorktree(repo, patch, opts);
       await ready(w);
       record(keys, {

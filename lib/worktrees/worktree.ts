@@ -51,6 +51,28 @@ export async function ensureWorktree(repo: string, commit: string, opts: Worktre
   });
 }
 
+/**
+ * Makes sure the repository's bare clone holds `commit`, with no checkout: what BM25 and dense need (they read the
+ * commit's tree and blobs from the object database). `path` is the bare clone; status `reused` when the commit
+ * was there, `created` when it was fetched. Under the repository's lock, like `ensureWorktree`.
+ */
+export async function ensureCommitInBareClone(repo: string, commit: string, opts: WorktreeOptions): Promise<EnsuredWorktree> {
+  const name = parseRepoName(repo);
+  const sha = parseCommit(commit, name.repo);
+  const source = parseRepoSource(opts.source ?? DEFAULT_REPO_SOURCE);
+  return withRepoLock(
+    repoLockPath(opts.cacheDir, name),
+    async () => {
+      const started = performance.now();
+      const { path: bare } = await ensureBareCloneLocked(name, source, opts.cacheDir, opts);
+      const commitSource = await ensureCommitLocked(name, sha, bare, source, opts);
+      const status = commitSource === 'present' ? 'reused' : 'created';
+      return { repo: name.repo, commit: sha, path: bare, status, ms: performance.now() - started, bytes: 0, commitSource };
+    },
+    { ...opts.lock, signal: opts.signal },
+  );
+}
+
 /** `ensureWorktree` for a caller that already holds the repository lock (lib/worktrees/patched.ts). */
 export async function ensureWorktreeLocked(
   repo: RepoName,

@@ -32,8 +32,9 @@ export const DenseRetrieverSchema = z.object({
   k: topK.default(2),
   excludeTests: z.boolean().default(false),
   /**
-   * Embed only the files BM25 ranks in its top `bm25Candidates` for the instance (a re-ranking over a bounded
-   * corpus: a CPU run of a real model over every file of a repository takes hours). Default: every file.
+   * The BM25 prefilter: embed and rank only the files BM25 ranks in its top `bm25Candidates` for the instance (a
+   * re-ranking over a bounded corpus, for a CPU run). Default: every file of the repository, as the papers' dense
+   * baseline ranks it (CodeGrep §4.1); embeddings are cached by blob id, so each distinct file is embedded once.
    */
   bm25Candidates: z.number().int().min(1).optional(),
   /** Embed at most this many chunks of each file, from its start. Default: the whole file. */

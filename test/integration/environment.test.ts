@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,6 +90,32 @@ describe('environment stage on the real dev server', () => {
     // Re-running reuses the verified worktrees instead of recreating them.
     const again = await run('env-ok', { environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } } });
     expect(again.environment!.materialize).toMatchObject({ commits: 2, created: 0, reused: 2 });
+  });
+
+  it('a BM25-only evaluation run makes no worktree: ground truth and BM25 predictions come from the bare clone', async () => {
+    const dataDir = path.join(work, 'runs-bare');
+    const result = await run('env-bare', {
+      dataDir,
+      stages: ['catm', 'environment', 'evaluation'],
+      environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } },
+    });
+    expect(result.outcomes.map((o) => [o.stage, o.status])).toEqual([
+      ['catm', 'completed'],
+      ['environment', 'completed'],
+      ['evaluation', 'completed'],
+    ]);
+    expect(existsSync(path.join(dataDir, 'worktrees'))).toBe(false);
+    const bare = path.join(dataDir, 'repos', 'acme__widgets.git');
+    const worktrees = await readParquetObjects(result.environment!.worktrees.uri);
+    expect(worktrees.map((r) => r.path)).toEqual([bare, bare]);
+    const samples = await readParquetObjects(result.environment!.samples.uri);
+    const first = samples.find((s) => s.instanceId === 'acme__widgets-1')!;
+    expect(first).toMatchObject({ worktreePath: null, gitDir: bare, groundTruthError: null });
+    expect(first.gold_functions).toEqual(['widgets/gears.py:Gear.circumference', 'widgets/gears.py:mesh']);
+    const predictions = await readParquetObjects(result.evaluation!.predictions.uri);
+    expect(predictions.map((p) => p.error)).toEqual([null, null]);
+    expect(predictions.every((p) => (p.files as string[]).length === 2)).toBe(true);
+    expect(readdirSync(path.join(dataDir, 'bm25-terms'), { recursive: true }).some((f) => String(f).endsWith('.parquet'))).toBe(true);
   });
 
   it('onUnavailable: skip drops the samples of a missing repository with their reason and goes on with the rest', async () => {

@@ -83,9 +83,16 @@ export class OkapiBuilder {
   private documentCount = 0;
   private currentLength = 0;
   private totalLength = 0;
+  /** Source table of addTermCounts and its id → (our id + 1) map (0: not interned yet). */
+  private remapSource: TermTable | null = null;
+  private remap = new Int32Array(0);
   private readonly addToken = (units: Uint16Array, length: number, hash: number): void => {
-    const id = this.vocabulary.intern(units, 0, length, hash);
-    if (id === this.termCount.length) {
+    this.countTerm(this.vocabulary.intern(units, 0, length, hash), 1);
+  };
+
+  /** Counts `times` occurrences of term `id` in the current document. */
+  private countTerm(id: number, times: number): void {
+    if (id >= this.termCount.length) {
       const count = new Int32Array(id * 2);
       count.set(this.termCount);
       this.termCount = count;
@@ -93,15 +100,15 @@ export class OkapiBuilder {
       seen.set(this.termSeenIn);
       this.termSeenIn = seen;
     }
-    this.currentLength++;
+    this.currentLength += times;
     if (this.termSeenIn[id] !== this.documentCount) {
       this.termSeenIn[id] = this.documentCount;
-      this.termCount[id] = 1;
+      this.termCount[id] = times;
       this.currentTerms.push(id);
     } else {
-      this.termCount[id] = this.termCount[id]! + 1;
+      this.termCount[id] = this.termCount[id]! + times;
     }
-  };
+  }
 
   constructor(private readonly params: OkapiParams = DEFAULT_OKAPI_PARAMS) {}
 
@@ -111,6 +118,34 @@ export class OkapiBuilder {
       const units = new Uint16Array(token.length);
       for (let i = 0; i < token.length; i++) units[i] = token.charCodeAt(i);
       this.addToken(units, token.length, termHash(token));
+    }
+    return this.finishDocument();
+  }
+
+  /**
+   * Adds a document given as its term counts: term ids of `source` with their frequencies, in the order the
+   * terms first appear in the document (how blob-terms.ts stores a tokenized blob). The index is then exactly
+   * the one `addText` of the document's text builds: same term ids, same postings, same IDF summation order.
+   */
+  addTermCounts(source: TermTable, termIds: Int32Array, counts: Int32Array): number {
+    if (termIds.length !== counts.length) throw new RangeError(`addTermCounts: ${termIds.length} term ids but ${counts.length} counts`);
+    if (this.remapSource !== source) {
+      this.remapSource = source;
+      this.remap = new Int32Array(Math.max(1024, source.size));
+    }
+    if (this.remap.length < source.size) {
+      const grown = new Int32Array(source.size * 2);
+      grown.set(this.remap);
+      this.remap = grown;
+    }
+    for (let k = 0; k < termIds.length; k++) {
+      const global = termIds[k]!;
+      let id = this.remap[global]! - 1;
+      if (id < 0) {
+        id = this.vocabulary.internFrom(source, global);
+        this.remap[global] = id + 1;
+      }
+      this.countTerm(id, counts[k]!);
     }
     return this.finishDocument();
   }

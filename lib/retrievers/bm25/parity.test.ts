@@ -5,7 +5,8 @@ import { REPO_ROOT, runBm25ReferenceBatch, type ReferenceResult, type ReferenceS
 import { buildOkapiIndex, okapiScores } from './okapi';
 import { PATH_INDEX_WEIGHT } from './params';
 import { rankAll } from './ranking';
-import { bm25ScoresForTokens, buildBm25Index } from './retriever';
+import { BlobTermStore } from './blob-terms';
+import { bm25ScoresForTokens, buildBm25Index, buildBm25IndexOf } from './retriever';
 import { tokenize } from './tokenizer';
 
 /**
@@ -155,6 +156,29 @@ describe('BM25 parity with rank_bm25 (CodeGrep App. E)', () => {
       const paths = okapiScores(index.path, tokens);
       const notSum = Array.from(combined).flatMap((s, d) => (s === content[d]! + 2 * paths[d]! ? [] : [d]));
       expect({ query: q, notSum }).toEqual({ query: q, notSum: [] });
+      expect({ query: q, combined: mismatches(combined, reference.scores![q]!) }).toEqual({ query: q, combined: [] });
+      expect({ query: q, ranking: Array.from(rankAll(combined)) }).toEqual({ query: q, ranking: reference.rankings[q] });
+    });
+  });
+
+  it('an index built from blob-keyed term counts (blob-terms.ts, commit-index.ts) scores and ranks exactly as rank_bm25', async () => {
+    // The store's vocabulary is shared across commits: tokenize the documents in reverse first, so its term ids
+    // differ from the commit's and the per-commit re-numbering is exercised.
+    const store = await BlobTermStore.open(null);
+    const blobOf = (d: number): string => d.toString(16).padStart(40, '0');
+    for (let d = docs.length - 1; d >= 0; d--) store.add(blobOf(d), Buffer.from(docs[d]!.content, 'utf8'));
+    const fromCounts = buildBm25IndexOf(
+      docs.map((doc, d) => ({ path: doc.path, blob: blobOf(d) })),
+      (doc) => doc.path,
+      (content, doc) => content.addTermCounts(store.vocabulary, store.get(doc.blob)!.termIds, store.get(doc.blob)!.counts),
+    );
+    expect(fromCounts.content.averageIdf).toBe(index.content.averageIdf);
+    queryTokens.forEach((tokens, q) => {
+      const combined = bm25ScoresForTokens(fromCounts, tokens);
+      expect({ query: q, identical: Buffer.from(combined.buffer).equals(Buffer.from(bm25ScoresForTokens(index, tokens).buffer)) }).toEqual({
+        query: q,
+        identical: true,
+      });
       expect({ query: q, combined: mismatches(combined, reference.scores![q]!) }).toEqual({ query: q, combined: [] });
       expect({ query: q, ranking: Array.from(rankAll(combined)) }).toEqual({ query: q, ranking: reference.rankings[q] });
     });

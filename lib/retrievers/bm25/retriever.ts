@@ -51,6 +51,24 @@ export interface RetrievedFile {
  * files normalise to the same path or a path is empty.
  */
 export function buildBm25Index(files: Iterable<SourceFile>, opts: Bm25Options = {}): Bm25Index {
+  return buildBm25IndexOf(
+    files,
+    (file) => file.path,
+    (content, file) => content.addText(file.content),
+    opts,
+  );
+}
+
+/**
+ * `buildBm25Index` over any kind of document: `addContent` adds the item's content document to the content
+ * index (its text, or its cached term counts: commit-index.ts), the path index gets the item's path.
+ */
+export function buildBm25IndexOf<T>(
+  items: Iterable<T>,
+  pathOf: (item: T) => string,
+  addContent: (content: OkapiBuilder, item: T) => void,
+  opts: Bm25Options = {},
+): Bm25Index {
   const params: OkapiParams = {
     k1: opts.k1 ?? DEFAULT_OKAPI_PARAMS.k1,
     b: opts.b ?? DEFAULT_OKAPI_PARAMS.b,
@@ -62,13 +80,14 @@ export function buildBm25Index(files: Iterable<SourceFile>, opts: Bm25Options = 
   const path = new OkapiBuilder(params);
   const paths: string[] = [];
   const seen = new Set<string>();
-  for (const file of files) {
-    const normalized = normalizeRepoPath(file.path);
-    if (normalized === '') throw new Error(`buildBm25Index: file #${paths.length} has an empty path (${JSON.stringify(file.path)})`);
+  for (const item of items) {
+    const raw = pathOf(item);
+    const normalized = normalizeRepoPath(raw);
+    if (normalized === '') throw new Error(`buildBm25Index: file #${paths.length} has an empty path (${JSON.stringify(raw)})`);
     if (seen.has(normalized)) throw new Error(`buildBm25Index: path ${JSON.stringify(normalized)} appears twice`);
     seen.add(normalized);
     paths.push(normalized);
-    content.addText(file.content);
+    addContent(content, item);
     path.addText(normalized);
   }
   const n = paths.length;

@@ -97,6 +97,15 @@ export class TermTable {
     return id;
   }
 
+  /** Id in this table of term `id` of `source`, added when new (copies its code units; no string is made). */
+  internFrom(source: TermTable, id: number): number {
+    const start = source.spans[2 * id]!;
+    const length = source.spans[2 * id + 1]!;
+    let hash = HASH_SEED;
+    for (let i = start; i < start + length; i++) hash = Math.imul(hash ^ source.pool[i]!, FNV_PRIME);
+    return this.intern(source.pool, start, length, hash);
+  }
+
   /** Id of a term given as a string, or undefined. */
   get(term: string): number | undefined {
     const units = new Uint16Array(term.length);

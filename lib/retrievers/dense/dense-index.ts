@@ -3,7 +3,14 @@ import { hashConfig } from '../../artifacts/config-hash';
 import { normalizeRepoPath } from '../../paths/normalize';
 import type { SourceFile } from '../bm25/retriever';
 import { chunkSpans, type TokenSpan } from './chunking';
-import { embeddingCachePath, readEmbeddingCache, writeEmbeddingCache, type CachedFile, type CacheReadStatus } from './embedding-cache';
+import {
+  embeddingCachePath,
+  readEmbeddingCache,
+  writeEmbeddingCache,
+  type CachedChunk,
+  type CachedFile,
+  type CacheReadStatus,
+} from './embedding-cache';
 import { contentWindow, embedTokenSequences, wrapTokens, type EmbeddingModel } from './embedding-model';
 import { DEFAULT_CHUNK_OVERLAP_FRACTION } from './params';
 
@@ -72,25 +79,112 @@ function sha256Text(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
+/** The chunk embedding settings (chunking.ts, embedding-model.ts) shared by every file of an index. */
+export interface ChunkSettings {
+  window: number;
+  overlap: number;
+  maxChunks: number;
+  batchSize: number;
+}
+
+/** The chunk settings of `model` with `opts`, validated (the window is the model's document content window). */
+export function chunkSettings(
+  model: EmbeddingModel,
+  opts: Pick<DenseIndexOptions, 'chunkOverlap' | 'maxChunksPerFile' | 'batchSize'>,
+): ChunkSettings {
+  const window = contentWindow(model, 'document');
+  const overlap = opts.chunkOverlap ?? Math.floor(window * DEFAULT_CHUNK_OVERLAP_FRACTION);
+  chunkSpans(0, window, overlap); // validates the overlap before any work
+  const maxChunks = opts.maxChunksPerFile ?? Number.POSITIVE_INFINITY;
+  if (maxChunks !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxChunks) || maxChunks < 1)) {
+    throw new RangeError(`maxChunksPerFile must be a positive integer, got ${maxChunks}`);
+  }
+  return { window, overlap, maxChunks, batchSize: opts.batchSize ?? model.batchSize };
+}
+
+/**
+ * Cuts each text into token windows and embeds them (one onnxruntime pass over the group): per text, its chunks
+ * in order; `tokens` counts the content tokens (before chunking).
+ */
+export async function embedFileChunks(
+  model: EmbeddingModel,
+  texts: readonly string[],
+  settings: ChunkSettings,
+): Promise<{ chunks: CachedChunk[][]; tokens: number }> {
+  const { window, overlap, maxChunks } = settings;
+  const sequences: number[][] = [];
+  const owners: { text: number; span: TokenSpan }[] = [];
+  let tokens = 0;
+  texts.forEach((text, t) => {
+    const ids = model.tokenizer.encode(text);
+    tokens += ids.length;
+    for (const span of chunkSpans(ids.length, window, overlap).slice(0, maxChunks)) {
+      sequences.push(wrapTokens(model, ids.slice(span.start, span.end), 'document'));
+      owners.push({ text: t, span });
+    }
+  });
+  // A sequence with no token at all (an empty file, a tokenizer without special tokens, no prompt) cannot
+  // be run; its chunk gets the zero vector, which has cosine 0 with every query.
+  const runnable = sequences.map((_, s) => s).filter((s) => sequences[s]!.length > 0);
+  const embedded = await embedTokenSequences(
+    model,
+    runnable.map((s) => sequences[s]!),
+    { batchSize: settings.batchSize },
+  );
+  const vectors: Float32Array[] = sequences.map(() => new Float32Array(model.dimension));
+  runnable.forEach((s, j) => {
+    vectors[s] = embedded[j]!;
+  });
+  const chunks: CachedChunk[][] = texts.map(() => []);
+  owners.forEach(({ text, span }, s) => {
+    chunks[text]!.push({ tokenStart: span.start, tokenEnd: span.end, embedding: vectors[s]! });
+  });
+  return { chunks, tokens };
+}
+
+/** The index arrays of files whose chunks are known (`entries[i]` belongs to `paths[i]`). */
+export function assembleDenseIndex(
+  commit: string,
+  model: EmbeddingModel,
+  paths: string[],
+  entries: readonly { chunks: readonly CachedChunk[] }[],
+): Omit<DenseIndex, 'stats'> {
+  const chunkCount = entries.reduce((n, e) => n + e.chunks.length, 0);
+  const dimension = model.dimension;
+  const embeddings = new Float32Array(chunkCount * dimension);
+  const chunkFile = new Int32Array(chunkCount);
+  const chunkNorms = new Float64Array(chunkCount);
+  const spans: TokenSpan[] = [];
+  let c = 0;
+  entries.forEach((entry, i) => {
+    for (const chunk of entry.chunks) {
+      if (chunk.embedding.length !== dimension) {
+        throw new Error(`buildDenseIndex: ${paths[i]} has an embedding of length ${chunk.embedding.length}, others have ${dimension}`);
+      }
+      embeddings.set(chunk.embedding, c * dimension);
+      chunkFile[c] = i;
+      let squares = 0;
+      for (const v of chunk.embedding) squares += v * v;
+      chunkNorms[c] = Math.sqrt(squares);
+      spans.push({ start: chunk.tokenStart, end: chunk.tokenEnd });
+      c++;
+    }
+  });
+  return { commit, model, paths, chunkFile, chunkSpans: spans, embeddings, chunkNorms, dimension };
+}
+
 export async function buildDenseIndex(
   files: readonly SourceFile[],
   commit: string,
   model: EmbeddingModel,
   opts: DenseIndexOptions = {},
 ): Promise<DenseIndex> {
-  const window = contentWindow(model, 'document');
-  const overlap = opts.chunkOverlap ?? Math.floor(window * DEFAULT_CHUNK_OVERLAP_FRACTION);
-  chunkSpans(0, window, overlap); // validates the overlap before any work
+  const { window, overlap, maxChunks } = chunkSettings(model, opts);
   const filesPerGroup = opts.filesPerGroup ?? DEFAULT_FILES_PER_GROUP;
   if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1)
     throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
   const checkpointMs = (opts.checkpointSeconds ?? DEFAULT_CHECKPOINT_SECONDS) * 1000;
   if (!(checkpointMs >= 0)) throw new RangeError(`checkpointSeconds must be a number >= 0, got ${opts.checkpointSeconds}`);
-  const maxChunks = opts.maxChunksPerFile ?? Number.POSITIVE_INFINITY;
-  if (maxChunks !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxChunks) || maxChunks < 1)) {
-    throw new RangeError(`maxChunksPerFile must be a positive integer, got ${maxChunks}`);
-  }
-
   const paths: string[] = [];
   const seen = new Set<string>();
   for (const file of files) {
@@ -132,32 +226,15 @@ export async function buildDenseIndex(
   if (toEmbed.length === 0) opts.onProgress?.({ filesDone: files.length, filesTotal: files.length });
   for (let from = 0; from < toEmbed.length; from += filesPerGroup) {
     const group = toEmbed.slice(from, from + filesPerGroup);
-    const sequences: number[][] = [];
-    const owners: { file: number; span: TokenSpan }[] = [];
-    for (const i of group) {
-      const ids = model.tokenizer.encode(files[i]!.content);
-      embeddedTokens += ids.length;
-      for (const span of chunkSpans(ids.length, window, overlap).slice(0, maxChunks)) {
-        sequences.push(wrapTokens(model, ids.slice(span.start, span.end), 'document'));
-        owners.push({ file: i, span });
-      }
-    }
-    // A sequence with no token at all (an empty file, a tokenizer without special tokens, no prompt) cannot
-    // be run; its chunk gets the zero vector, which has cosine 0 with every query.
-    const runnable = sequences.map((_, s) => s).filter((s) => sequences[s]!.length > 0);
-    const embedded = await embedTokenSequences(
+    const embeddedGroup = await embedFileChunks(
       model,
-      runnable.map((s) => sequences[s]!),
-      { batchSize: opts.batchSize ?? model.batchSize },
+      group.map((i) => files[i]!.content),
+      { window, overlap, maxChunks, batchSize: opts.batchSize ?? model.batchSize },
     );
-    const vectors: Float32Array[] = sequences.map(() => new Float32Array(model.dimension));
-    runnable.forEach((s, j) => {
-      vectors[s] = embedded[j]!;
+    group.forEach((i, g) => {
+      entries[i] = { contentSha256: shas[i]!, chunks: embeddedGroup.chunks[g]! };
     });
-    for (const i of group) entries[i] = { contentSha256: shas[i]!, chunks: [] };
-    owners.forEach(({ file, span }, s) => {
-      entries[file]!.chunks.push({ tokenStart: span.start, tokenEnd: span.end, embedding: vectors[s]! });
-    });
+    embeddedTokens += embeddedGroup.tokens;
     const more = from + group.length < toEmbed.length;
     if (cachePath !== undefined && more && Date.now() - lastWrite >= checkpointMs) {
       await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
@@ -175,40 +252,11 @@ export async function buildDenseIndex(
     }
   }
 
-  const chunkCount = entries.reduce((n, e) => n + e.chunks.length, 0);
-  const dimension = model.dimension;
-  const embeddings = new Float32Array(chunkCount * dimension);
-  const chunkFile = new Int32Array(chunkCount);
-  const chunkNorms = new Float64Array(chunkCount);
-  const spans: TokenSpan[] = [];
-  let c = 0;
-  entries.forEach((entry, i) => {
-    for (const chunk of entry.chunks) {
-      if (chunk.embedding.length !== dimension) {
-        throw new Error(`buildDenseIndex: ${paths[i]} has an embedding of length ${chunk.embedding.length}, others have ${dimension}`);
-      }
-      embeddings.set(chunk.embedding, c * dimension);
-      chunkFile[c] = i;
-      let squares = 0;
-      for (const v of chunk.embedding) squares += v * v;
-      chunkNorms[c] = Math.sqrt(squares);
-      spans.push({ start: chunk.tokenStart, end: chunk.tokenEnd });
-      c++;
-    }
-  });
-
   return {
-    commit,
-    model,
-    paths,
-    chunkFile,
-    chunkSpans: spans,
-    embeddings,
-    chunkNorms,
-    dimension,
+    ...assembleDenseIndex(commit, model, paths, entries),
     stats: {
       files: files.length,
-      chunks: chunkCount,
+      chunks: entries.reduce((n, e) => n + e.chunks.length, 0),
       embeddedFiles: toEmbed.length,
       cachedFiles: files.length - toEmbed.length,
       embeddedTokens,

@@ -28,7 +28,7 @@ export interface DenseScores {
 }
 
 /** Cosine of `query` with every chunk, reduced to the best chunk per file. */
-export function denseScores(index: DenseIndex, query: Float32Array): DenseScores {
+export function denseScores(index: Omit<DenseIndex, 'stats'>, query: Float32Array): DenseScores {
   const { dimension, embeddings, chunkNorms, chunkFile } = index;
   const n = index.paths.length;
   if (chunkFile.length > 0 && query.length !== dimension) {
@@ -55,7 +55,11 @@ export function denseScores(index: DenseIndex, query: Float32Array): DenseScores
 }
 
 /** The top-K files of the index for a query text. Always min(K, number of files) results. */
-export async function retrieveDense(index: DenseIndex, query: string, k: number = DEFAULT_TOP_K): Promise<DenseRetrievedFile[]> {
+export async function retrieveDense(
+  index: Omit<DenseIndex, 'stats'>,
+  query: string,
+  k: number = DEFAULT_TOP_K,
+): Promise<DenseRetrievedFile[]> {
   if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`);
   if (index.paths.length === 0) return [];
   const [vector] = await embedTexts(index.model, [query], 'query');

@@ -1,24 +1,43 @@
 import { RANKED_DEPTH } from '../../reports';
 import type { RetrieverConfig } from '../../../schemas/evaluation';
+import { BlobTermStore, blobTermsDir } from '../bm25/blob-terms';
+import { indexCommit, type CommitIndex } from '../bm25/commit-index';
 import { retrieveTopK } from '../bm25/retriever';
-import { indexWorktree, type WorktreeIndex } from '../bm25/worktree';
-import { emptyPrediction, failedPrediction, lastIndexCache, noWorktree, type OutputShape, type Predictor } from './predictor';
+import { emptyPrediction, failedPrediction, type OutputShape, type Predictor, type PredictorContext } from './predictor';
+import { instanceGitDir, noRepository, RepositorySession, sharedCacheDir } from './repository';
 
-/** BM25 exactly as CodeGrep App. E over the instance's worktree; `ranked` keeps the depth Acc@k reads. */
-export function bm25Predictor(retriever: Extract<RetrieverConfig, { kind: 'bm25' }>): Predictor {
+/**
+ * BM25 exactly as CodeGrep App. E over the instance's commit, read from the bare repository (no worktree): term
+ * counts are cached by blob id in `<dataDir>/bm25-terms`, so a file shared by many commits is tokenized once
+ * (lib/retrievers/bm25/commit-index.ts). `ranked` keeps the depth Acc@k reads.
+ */
+export function bm25Predictor(retriever: Extract<RetrieverConfig, { kind: 'bm25' }>, context: PredictorContext): Predictor {
   const shape: OutputShape = { ranked: true, lineRanges: false, modules: false, functions: false };
-  const index = lastIndexCache((root): Promise<WorktreeIndex> => indexWorktree(root, { includeTests: !retriever.excludeTests }));
+  const termsRoot = context.termCacheDir ?? sharedCacheDir(context.embeddingCacheDir, 'bm25-terms');
+  const session = new RepositorySession((slug) => BlobTermStore.open(blobTermsDir(termsRoot, slug)), undefined, context.signal);
+  let last: { key: string; index: Promise<CommitIndex> } | null = null;
   return {
     concurrency: 1,
     async predict(instance) {
-      if (!instance.worktreePath) return failedPrediction(instance, retriever, shape, noWorktree(instance));
-      const ranked = retrieveTopK(
-        await index(instance.worktreePath, instance.baseCommit),
-        instance.problemStatement,
-        Math.max(retriever.k, RANKED_DEPTH),
-      ).map((r) => r.path);
+      const gitDir = await instanceGitDir(instance);
+      if (!gitDir) return failedPrediction(instance, retriever, shape, noRepository(instance));
+      const key = `${gitDir}@${instance.baseCommit}`;
+      if (last?.key !== key) {
+        const { reader, value: store } = await session.get(instance, gitDir);
+        last = {
+          key,
+          index: indexCommit(store, reader, instance.baseCommit, { includeTests: !retriever.excludeTests, signal: context.signal }),
+        };
+      }
+      let index: CommitIndex;
+      try {
+        index = await last.index;
+      } catch (error) {
+        return failedPrediction(instance, retriever, shape, (error as Error).message);
+      }
+      const ranked = retrieveTopK(index, instance.problemStatement, Math.max(retriever.k, RANKED_DEPTH)).map((r) => r.path);
       return { ...emptyPrediction(instance, retriever, shape), ranked, files: ranked.slice(0, retriever.k) };
     },
-    close: async () => undefined,
+    close: () => session.close(),
   };
 }

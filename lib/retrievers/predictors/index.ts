@@ -18,7 +18,7 @@ export { PredictorFailure, type Predictor, type PredictorContext } from './predi
 export async function openPredictor(retriever: RetrieverConfig, context: PredictorContext): Promise<Predictor> {
   switch (retriever.kind) {
     case 'bm25':
-      return bm25Predictor(retriever);
+      return bm25Predictor(retriever, context);
     case 'dense':
       return densePredictor(retriever, context);
     case 'agent':

@@ -1,3 +1,4 @@
+import type { StageProgress } from '../../../schemas/progress';
 import type { SandboxIsolation } from '../../../schemas/sandbox';
 import type { EvaluationInstance } from '../../evaluation/instances';
 import type { EvaluationPrediction, RetrieverConfig } from '../../../schemas/evaluation';
@@ -36,6 +37,10 @@ export interface PredictorContext {
   signal: AbortSignal;
   /** Shared cache folder for dense embeddings (`<dataDir>/embeddings`). */
   embeddingCacheDir: string;
+  /** Shared cache folder of BM25 term counts by blob id (default `<dataDir>/bm25-terms`, beside the embeddings). */
+  termCacheDir?: string;
+  /** Long work inside a prediction (embedding a repository's new blobs) reports here: the activity's heartbeats. */
+  onProgress?: (progress: StageProgress) => void;
   env?: Record<string, string | undefined>;
   /** How the agent retriever's tools are isolated (the run config's `sandbox.isolation`; default namespace). */
   isolation?: SandboxIsolation;
@@ -74,15 +79,6 @@ export function failedPrediction(
 
 export function noWorktree(instance: EvaluationInstance): string {
   return `no worktree for ${instance.repo}@${instance.baseCommit.slice(0, 12)}: the environment stage could not materialize it`;
-}
-
-/** Keeps the index of the last worktree: instances come ordered by commit, so each index is built once. */
-export function lastIndexCache<T>(build: (root: string, commit: string) => Promise<T>): (root: string, commit: string) => Promise<T> {
-  let last: { root: string; index: Promise<T> } | null = null;
-  return (root, commit) => {
-    if (last?.root !== root) last = { root, index: build(root, commit) };
-    return last.index;
-  };
 }
 
 /** The served checkpoint's columns of a prediction: set for a trained policy, null for every other retriever. */

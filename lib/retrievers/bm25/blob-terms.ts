@@ -1,0 +1,232 @@
+import * as arrow from 'apache-arrow';
+import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { hashConfig } from '../../artifacts/config-hash';
+import { readParquetTable } from '../../artifacts/read-parquet';
+import { writeParquetArtifact } from '../../artifacts/write-parquet';
+import { BINARY_SNIFF_BYTES } from './params';
+import { FNV_PRIME, HASH_SEED, TermTable } from './term-table';
+import { scanTokens } from './tokenizer';
+
+/**
+ * Tokenized documents keyed by git blob id: a file untouched between two commits is one blob, so it is read and
+ * tokenized once for every commit (and every run) that holds it. What is kept per blob is what BM25 needs of a
+ * document (CodeGrep App. E): its distinct terms in the order they first appear, and how often each occurs;
+ * IDF and the length normalisation stay per commit (commit-index.ts builds them from these counts), so the
+ * scores are exactly those of a from-scratch index.
+ *
+ * On disk, per repository, append-only Parquet segments, each written atomically with its manifest:
+ *
+ *   <root>/<settingsKey>/<owner>__<name>/terms-<time>-<pid>-<random>.parquet
+ *
+ * where settingsKey hashes what shapes the counts (the tokenizer's version, the binary sniff), so another
+ * tokenizer never reads them. A segment is written after each batch of new blobs, so a killed run keeps what it
+ * tokenized; two workers that tokenize the same blob at once both write it, and the first segment read wins
+ * (the rows are identical).
+ */
+
+export const BLOB_TERMS_SCHEMA = 'bm25-blob-terms';
+export const BLOB_TERMS_SCHEMA_VERSION = 1;
+/** Bump when the App. E tokenizer (tokenizer.ts) changes what it emits: cached counts are then not reused. */
+export const BM25_TOKENIZER_VERSION = 1;
+
+const blobTermsArrowSchema = new arrow.Schema([
+  new arrow.Field('blob', new arrow.Utf8(), false),
+  new arrow.Field('binary', new arrow.Bool(), false),
+  /** The distinct terms, first appearance first, joined by a space (App. E tokens never hold whitespace). */
+  new arrow.Field('terms', new arrow.Utf8(), false),
+  new arrow.Field('counts', new arrow.List(new arrow.Field('item', new arrow.Int32(), false)), false),
+]);
+
+export interface BlobTerms {
+  /** A NUL in the first BINARY_SNIFF_BYTES bytes: not a document (worktree.ts skips it as `binary`). */
+  binary: boolean;
+  /** Ids in the store's vocabulary, in first-appearance order. */
+  termIds: Int32Array;
+  counts: Int32Array;
+}
+
+export interface BlobTermStats {
+  segmentsRead: number;
+  segmentsUnreadable: number;
+  blobsLoaded: number;
+  /** Blobs tokenized by this store (not found cached), and their bytes. */
+  blobsTokenized: number;
+  bytesTokenized: number;
+  segmentsWritten: number;
+}
+
+const SPACE = 0x20;
+const EMPTY = new Int32Array(0);
+
+/** Hash of what shapes the stored counts; its first 16 characters name the settings folder. */
+export function blobTermsSettingsHash(): string {
+  return hashConfig({ schema: BLOB_TERMS_SCHEMA_VERSION, tokenizer: BM25_TOKENIZER_VERSION, binarySniffBytes: BINARY_SNIFF_BYTES });
+}
+
+/** Where the segments of `repoSlug` (`owner__name`) live under `root`. */
+export function blobTermsDir(root: string, repoSlug: string): string {
+  if (!/^[A-Za-z0-9._-]+$/.test(repoSlug)) throw new Error(`blob terms: repository slug ${JSON.stringify(repoSlug)} is not a folder name`);
+  return path.join(path.resolve(root), blobTermsSettingsHash().slice(0, 16), repoSlug);
+}
+
+export class BlobTermStore {
+  readonly vocabulary = new TermTable();
+  private readonly blobs = new Map<string, BlobTerms>();
+  private unsaved: string[] = [];
+  readonly stats: BlobTermStats = {
+    segmentsRead: 0,
+    segmentsUnreadable: 0,
+    blobsLoaded: 0,
+    blobsTokenized: 0,
+    bytesTokenized: 0,
+    segmentsWritten: 0,
+  };
+  /** Scratch of `count`: frequency per term id and the blob that last touched it. */
+  private termCount = new Int32Array(1 << 14);
+  private termSeenIn = new Int32Array(1 << 14).fill(-1);
+  private documents = 0;
+  private readonly current: number[] = [];
+  private readonly countToken = (units: Uint16Array, length: number, hash: number): void => {
+    const id = this.vocabulary.intern(units, 0, length, hash);
+    if (id >= this.termCount.length) {
+      const count = new Int32Array(id * 2);
+      count.set(this.termCount);
+      this.termCount = count;
+      const seen = new Int32Array(id * 2).fill(-1);
+      seen.set(this.termSeenIn);
+      this.termSeenIn = seen;
+    }
+    if (this.termSeenIn[id] !== this.documents) {
+      this.termSeenIn[id] = this.documents;
+      this.termCount[id] = 1;
+      this.current.push(id);
+    } else this.termCount[id] = this.termCount[id]! + 1;
+  };
+
+  /** `dir` null: in memory only (nothing read or written). */
+  private constructor(readonly dir: string | null) {}
+
+  /** Opens the store of one repository, reading every segment already on disk (`dir` from blobTermsDir). */
+  static async open(dir: string | null): Promise<BlobTermStore> {
+    const store = new BlobTermStore(dir);
+    if (dir === null) return store;
+    const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [] as string[];
+      throw error;
+    });
+    for (const name of names.filter((n) => n.startsWith('terms-') && n.endsWith('.parquet')).sort()) {
+      try {
+        store.load(await readParquetTable(path.join(dir, name)));
+        store.stats.segmentsRead++;
+      } catch {
+        // A segment that cannot be decoded only costs its blobs being tokenized again.
+        store.stats.segmentsUnreadable++;
+      }
+    }
+    return store;
+  }
+
+  get size(): number {
+    return this.blobs.size;
+  }
+
+  get(blob: string): BlobTerms | undefined {
+    return this.blobs.get(blob);
+  }
+
+  /** Tokenizes a blob's bytes (decoded as UTF-8, as worktree.ts reads a file) and keeps its counts. */
+  add(blob: string, bytes: Buffer): BlobTerms {
+    const known = this.blobs.get(blob);
+    if (known) return known;
+    let terms: BlobTerms;
+    if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) terms = { binary: true, termIds: EMPTY, counts: EMPTY };
+    else {
+      scanTokens(bytes.toString('utf8'), this.countToken);
+      const termIds = Int32Array.from(this.current);
+      const counts = new Int32Array(termIds.length);
+      for (let k = 0; k < termIds.length; k++) counts[k] = this.termCount[termIds[k]!]!;
+      this.current.length = 0;
+      this.documents++;
+      terms = { binary: false, termIds, counts };
+    }
+    this.blobs.set(blob, terms);
+    this.unsaved.push(blob);
+    this.stats.blobsTokenized++;
+    this.stats.bytesTokenized += bytes.length;
+    return terms;
+  }
+
+  /** Writes the blobs tokenized since the last flush as a new segment; returns how many. */
+  async flush(): Promise<number> {
+    const blobs = this.unsaved;
+    if (this.dir === null || blobs.length === 0) return 0;
+    const file = path.join(
+      this.dir,
+      `terms-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,
+    );
+    await writeParquetArtifact({
+      path: file,
+      schemaName: BLOB_TERMS_SCHEMA,
+      schemaVersion: BLOB_TERMS_SCHEMA_VERSION,
+      arrowSchema: blobTermsArrowSchema,
+      rows: this.rows(blobs),
+      inputs: [],
+      configHash: blobTermsSettingsHash(),
+      rowGroupSize: 1024,
+    });
+    this.unsaved = [];
+    this.stats.segmentsWritten++;
+    return blobs.length;
+  }
+
+  private *rows(blobs: readonly string[]): Generator<Record<string, unknown>> {
+    for (const blob of blobs) {
+      const entry = this.blobs.get(blob)!;
+      let terms = '';
+      for (let k = 0; k < entry.termIds.length; k++) terms += (k === 0 ? '' : ' ') + this.vocabulary.term(entry.termIds[k]!);
+      yield { blob, binary: entry.binary, terms, counts: Array.from(entry.counts) };
+    }
+  }
+
+  private load(table: arrow.Table): void {
+    const blobs = table.getChild('blob');
+    const binaries = table.getChild('binary');
+    const termTexts = table.getChild('terms');
+    const countLists = table.getChild('counts');
+    if (!blobs || !binaries || !termTexts || !countLists) throw new Error('a column is missing');
+    let units = new Uint16Array(256);
+    for (let r = 0; r < table.numRows; r++) {
+      const blob = blobs.get(r) as string;
+      if (this.blobs.has(blob)) continue;
+      const text = termTexts.get(r) as string;
+      const counts = Int32Array.from((countLists.get(r) as arrow.Vector<arrow.Int32>).toArray());
+      const termIds = new Int32Array(counts.length);
+      let k = 0;
+      let length = 0;
+      let hash = HASH_SEED;
+      for (let i = 0; i <= text.length; i++) {
+        const c = i === text.length ? SPACE : text.charCodeAt(i);
+        if (c !== SPACE) {
+          if (length === units.length) {
+            const grown = new Uint16Array(units.length * 2);
+            grown.set(units);
+            units = grown;
+          }
+          units[length++] = c;
+          hash = Math.imul(hash ^ c, FNV_PRIME);
+          continue;
+        }
+        if (length === 0) continue;
+        if (k === counts.length) throw new Error(`blob ${blob}: more terms than counts`);
+        termIds[k++] = this.vocabulary.intern(units, 0, length, hash);
+        length = 0;
+        hash = HASH_SEED;
+      }
+      if (k !== counts.length) throw new Error(`blob ${blob}: ${k} terms but ${counts.length} counts`);
+      this.blobs.set(blob, { binary: binaries.get(r) as boolean, termIds, counts });
+      this.stats.blobsLoaded++;
+    }
+  }
+}

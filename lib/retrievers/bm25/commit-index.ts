@@ -1,0 +1,110 @@
+import { readBlobs, type BlobReader } from '../../worktrees/cat-file';
+import type { BlobTermStore } from './blob-terms';
+import { listCommitFiles, type CommitFile } from './commit-files';
+import { buildBm25IndexOf, type Bm25Index, type Bm25Options } from './retriever';
+import type { SkippedFile, WorktreeScanOptions } from './worktree';
+
+/**
+ * The BM25 index of one commit (CodeGrep App. E), built from the bare repository with no checkout: the commit's
+ * tree listing (commit-files.ts) gives each document's path and blob id; a blob's term counts come from the
+ * store (blob-terms.ts) and only blobs it has never seen are read (`git cat-file --batch`) and tokenized. IDF,
+ * document lengths and the path index are built per commit, so the index, and every ranking, is exactly the one
+ * `indexWorktree` builds on a checkout of the commit.
+ */
+
+export interface CommitIndexStats {
+  /** Entries of the commit's tree (every file). */
+  listed: number;
+  /** Candidates after the path rules, before the binary check. */
+  candidates: number;
+  documents: number;
+  /** Candidate blobs not in the store: read and tokenized by this call. */
+  tokenized: number;
+  tokenizedBytes: number;
+  /** Candidate blobs found in the store. */
+  cached: number;
+  ms: { list: number; read: number; build: number };
+}
+
+export interface CommitIndex extends Bm25Index {
+  commit: string;
+  skipped: SkippedFile[];
+  stats: CommitIndexStats;
+}
+
+export interface CommitIndexOptions extends Pick<WorktreeScanOptions, 'includeTests' | 'extensions' | 'maxFileBytes'>, Bm25Options {
+  signal?: AbortSignal;
+  /** Blob reads in flight (default 64). */
+  window?: number;
+  /** Called after each blob tokenized (progress). */
+  onTokenized?: (done: number, total: number) => void;
+}
+
+/** Reads into `store` the blobs of `files` it lacks; returns how many and their bytes. */
+export async function tokenizeMissingBlobs(
+  store: BlobTermStore,
+  reader: BlobReader,
+  files: readonly CommitFile[],
+  opts: Pick<CommitIndexOptions, 'window' | 'onTokenized'> = {},
+): Promise<{ tokenized: number; bytes: number }> {
+  const missing = [...new Set(files.filter((f) => store.get(f.blob) === undefined).map((f) => f.blob))];
+  let bytes = 0;
+  await readBlobs(
+    reader,
+    missing,
+    (oid, content, i) => {
+      if (content === null) throw new Error(`blob ${oid} is listed in the tree but missing from ${reader.gitDir}`);
+      store.add(oid, content);
+      bytes += content.length;
+      opts.onTokenized?.(i + 1, missing.length);
+    },
+    opts.window,
+  );
+  return { tokenized: missing.length, bytes };
+}
+
+export async function indexCommit(
+  store: BlobTermStore,
+  reader: BlobReader,
+  commit: string,
+  opts: CommitIndexOptions = {},
+): Promise<CommitIndex> {
+  const t0 = performance.now();
+  const listing = await listCommitFiles(reader.gitDir, commit, opts);
+  const t1 = performance.now();
+  const { tokenized, bytes } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
+  await store.flush();
+  const t2 = performance.now();
+  const skipped = [...listing.skipped];
+  const documents = listing.files.filter((f) => {
+    if (!store.get(f.blob)!.binary) return true;
+    skipped.push({ path: f.path, reason: 'binary' });
+    return false;
+  });
+  skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const index = buildBm25IndexOf(
+    documents,
+    (f) => f.path,
+    (content, f) => {
+      const terms = store.get(f.blob)!;
+      content.addTermCounts(store.vocabulary, terms.termIds, terms.counts);
+    },
+    opts,
+  );
+  const t3 = performance.now();
+  const distinct = new Set(listing.files.map((f) => f.blob)).size;
+  return {
+    ...index,
+    commit,
+    skipped,
+    stats: {
+      listed: listing.listed,
+      candidates: listing.files.length,
+      documents: documents.length,
+      tokenized,
+      tokenizedBytes: bytes,
+      cached: distinct - tokenized,
+      ms: { list: t1 - t0, read: t2 - t1, build: t3 - t2 },
+    },
+  };
+}
