@@ -114,4 +114,26 @@ describe('a use_patch worktree: the repository head with the bug patch applied',
     expect(results[3]!.path).toBe(results[0]!.path);
     expect(results[2]!.error).toMatch(/no local mirror of swesmith\/acme__absent\.deadbeef/);
   });
+
+  it('without a checkout (a BM25/dense-only run), materializeAll makes the patched commit in the bare clone and no worktree', async () => {
+    const opts = { ...dirs('no-checkout'), source: { kind: 'mirror-dir' as const, dir: fixture.mirrors }, checkout: false };
+    const results = await materializeAll(
+      [
+        { repo: REPO, commit: 'HEAD', bugPatch: patchOf(0) },
+        { repo: REPO, commit: 'HEAD', bugPatch: patchOf(2) },
+      ],
+      opts,
+    );
+    expect(results.map((r) => [r.status, r.errorCode])).toEqual([
+      ['reused', null],
+      ['failed', 'patch-failed'],
+    ]);
+    const made = results[0]!;
+    expect(made.patchedFrom).toBe(fixture.head);
+    expect(made.bugPatchSha256).toBe(patchOf(0).sha256);
+    // The path is the bare clone, which holds the patched commit: the fix is read from it at that commit.
+    expect((await git(['rev-parse', '--is-bare-repository'], { ...T, cwd: made.path })).trim()).toBe('true');
+    expect(await fixPatchOf(made.path, made.commit)).toContain('+        return math.pi * module * self.teeth');
+    await expect(fs.access(path.join(root, 'no-checkout', 'worktrees'))).rejects.toThrow();
+  });
 });
