@@ -42,6 +42,7 @@ const mockActivities = {
       concurrency: 1,
       agent: { kind: 'builtin' },
       harness: { kind: 'local' },
+      configurations: [],
       runTimeoutMs: 60_000,
       bootstrap: { samples: 10, seed: 1, confidence: 0.95 },
     },

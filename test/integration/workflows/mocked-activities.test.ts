@@ -319,6 +319,8 @@ describe('evaluation with mocked activities', () => {
 
 describe('downstream with mocked activities', () => {
   const downstreamSection = {
+    // No `agent` configuration: the workflow serves no policy (the plan's configurations come from the mock).
+    configurations: [],
     concurrency: 2,
     agent: { kind: 'builtin' },
     harness: { kind: 'local' },
