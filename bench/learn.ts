@@ -4,22 +4,22 @@
  * (CodeScout §4.1: sample, keep F1 = 1.0, `trainer.sft`) → GRPO from the RFT checkpoint (`init_from`) on the
  * instances RFT did not see, validated on the held-out ones → three checkpoints served by the policy server
  * (lib/policy-server, trainer.serve on the CPU) and evaluated on held-out instances from repositories no stage
- * trained on: the start (the random model: a zero LoRA adapter), after RFT, after GRPO. One JSON line: held-out
+ * trained on: the start (the random model), after RFT, after GRPO (every weight fine-tuned, CodeScout §4.1). One JSON line: held-out
  * file Fβ and reward (CodeGrep v3, §3.5 Eq. 8) of each, with paired bootstrap intervals (lib/stats) of the
  * differences, and the targets met or not. A tiny random Qwen3-shaped model on the CPU.
  *
- * Knobs (env): LEARN_GRPO_STEPS (12), LEARN_TRAIN_REPOS (8, 4 instances each: half RFT, half GRPO),
+ * Knobs (env): LEARN_GRPO_STEPS (12), LEARN_TRAIN_REPOS (8, 8 instances each: half the repos RFT, half GRPO),
  * LEARN_HELD_OUT_REPOS (4), LEARN_KEEP=1 keeps the work folder.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { portIsFree, startDevServer } from '../cli/dev-server';
 import { readParquetObjects, sha256File } from '../lib/artifacts';
 import { startPolicyServer } from '../lib/policy-server/policy-server';
-import { ADAPTER_WEIGHTS, servedModelName, type ServedCheckpoint } from '../lib/policy-server/served-checkpoint';
+import { checkpointWeightsFile, servedModelName, type ServedCheckpoint } from '../lib/policy-server/served-checkpoint';
 import { codeGrepReward } from '../lib/rewards';
 import { pairedMeans } from '../lib/stats';
 import { trainingLayout } from '../lib/training/layout';
@@ -38,7 +38,18 @@ const env = (name: string, fallback: number) => (process.env[name] ? Number(proc
 const GRPO_STEPS = env('LEARN_GRPO_STEPS', 12);
 const TRAIN_REPOS = env('LEARN_TRAIN_REPOS', 8);
 const HELD_OUT_REPOS = env('LEARN_HELD_OUT_REPOS', 4);
-const LORA = { r: 8, alpha: 16 };
+const INSTANCES_PER_REPO = 8;
+/**
+ * How often each component is the broken one. Measured (2026-12-05, bench/learn and trainer/tests/test_learning.py):
+ * a tiny random Qwen3-shaped model on two CPU cores learns the episode's protocol (a grep call, then an `<answer>`
+ * block) from the teacher's trajectories within this bench's budget, but not the per-issue lookup (copying the
+ * path from grep's output, or the component word from the issue): after 200 full fine-tuning steps on 256 such
+ * examples its held-out answer-token accuracy stayed at chance (0.08–0.15 of 8). A task where one component breaks
+ * more often has a prior it can learn: imitation of the teacher reaches probability matching (Σ p² ≈ 0.50 with
+ * these weights), and RL can move it to the reward-maximising answer (≈ 0.70). What the bench shows is that the
+ * loop (environment, rollout, advantage, update, checkpoint, serving) raises held-out reward, not per-issue search.
+ */
+const COMPONENT_WEIGHTS = { cache: 16 };
 const LIMITS = { maxTurns: 2, maxNewTokens: 96, maxNewTokensPerTurn: 48, maxSeqLen: 4096 };
 const python = path.join(repoRoot, '.venv/bin/python');
 
@@ -54,25 +65,21 @@ async function freePort(from: number): Promise<number> {
   throw new Error(`no free port in ${from}..${from + 200}`);
 }
 
-/** The random model with a zero LoRA adapter (B = 0: exactly the base model), as a checkpoint the policy server serves. */
-function zeroAdapter(modelDir: string, out: string): void {
-  const script = [
-    'import json, os, sys, torch',
-    'from trainer.config import LoraConfig',
-    'from trainer.policy import load_policy',
-    `model, _ = load_policy(sys.argv[1], LoraConfig(r=${LORA.r}, alpha=${LORA.alpha}), torch.float32, torch.device("cpu"), False)`,
-    'model.save_pretrained(sys.argv[2])',
-    'json.dump({"step": 0}, open(os.path.join(sys.argv[2], "trainer_state.json"), "w"))',
-    'open(os.path.join(sys.argv[2], "COMPLETE"), "w").write("step 0\\n")',
-  ].join('\n');
-  execFileSync(python, ['-c', script, modelDir, out], { cwd: repoRoot, stdio: 'ignore' });
+/** The random model as a `finetune: full` checkpoint the policy server serves: the start, untrained. */
+function startCheckpoint(modelDir: string, out: string): void {
+  mkdirSync(out, { recursive: true });
+  for (const name of readdirSync(modelDir))
+    if (/^(config|generation_config)\.json$|\.safetensors$/.test(name)) copyFileSync(path.join(modelDir, name), path.join(out, name));
+  writeFileSync(path.join(out, 'trainer_state.json'), JSON.stringify({ step: 0 }));
+  writeFileSync(path.join(out, 'COMPLETE'), 'step 0\n');
 }
 
 /**
  * trainer/random_model.py initialises the tied embedding with std 0.02 and the final norm with 1, so every logit
  * of the tiny model is within about ±0.2: its distribution is uniform and LoRA (which leaves the head and the norm
  * frozen) cannot sharpen it (SFT loss stays at ln |V| ≈ 6.9). The final norm scaled by 25 gives logits of
- * std ≈ 4, a random model with a usable output scale (measured: SFT loss 10 → 4.3 in 24 steps instead of 6.9 → 6.2 in 48).
+ * std ≈ 4, a random model with a usable output scale (measured with LoRA: SFT loss 10 → 4.3 in 24 steps instead of
+ * 6.9 → 6.2 in 48; the bench now fine-tunes every weight, as CodeScout §4.1 does, and keeps the scale).
  */
 function scaleOutputNorm(modelDir: string, factor: number): void {
   const script = [
@@ -118,8 +125,22 @@ async function perInstance(result: EvaluationResult, gold: Map<string, string>) 
 let closeAll = async () => undefined as void;
 try {
   // ---- the task: training repos (RFT + GRPO) and held-out repos no stage trains on
-  const trainInstances = generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 1, repos: TRAIN_REPOS, instancesPerRepo: 4 });
-  const heldOut = generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 2, repos: HELD_OUT_REPOS, instancesPerRepo: 4 });
+  const trainInstances = generateComponentRepos({
+    root: work,
+    mirrorDir: mirrors,
+    seed: 1,
+    repos: TRAIN_REPOS,
+    instancesPerRepo: INSTANCES_PER_REPO,
+    componentWeights: COMPONENT_WEIGHTS,
+  });
+  const heldOut = generateComponentRepos({
+    root: work,
+    mirrorDir: mirrors,
+    seed: 2,
+    repos: HELD_OUT_REPOS,
+    instancesPerRepo: INSTANCES_PER_REPO,
+    componentWeights: COMPONENT_WEIGHTS,
+  });
   const all: ComponentInstance[] = [...trainInstances, ...heldOut];
   const gold = new Map(all.map((i) => [i.instance_id, i.gold_file]));
   // RFT on the instances of every other repository; GRPO on the rest (a repository's instances share its commit).
@@ -177,12 +198,12 @@ try {
       batchSize: 4,
       groupSize: 8,
       limits: LIMITS,
-      lr: 5e-3,
+      lr: 2e-3,
       warmupRatio: 0,
       temperature: 1,
       topP: 1,
       klBeta: 0,
-      lora: LORA,
+      finetune: 'full',
       trainer: { generator: 'hf', micro_batch_tokens: 8192, lr_schedule: 'constant', track_kl: false },
       validation: { instances: heldOutIds, every: GRPO_STEPS / 2 },
     },
@@ -190,7 +211,7 @@ try {
       instances: rftIds,
       teacher: { baseUrl: teacher.baseUrl, model: 'scripted-grep-teacher' },
       shardSize: 8,
-      sft: { finetune: 'lora', lora: LORA, lr: 3e-2, lrSchedule: 'constant', warmupRatio: 0, epochs: 12, globalBatchSize: 4 },
+      sft: { finetune: 'full', lr: 3e-3, lrSchedule: 'constant', warmupRatio: 0, epochs: 10, globalBatchSize: 4 },
     },
     evaluation: { policyServer: { backend: 'hf' }, bootstrap: { samples: 1000 } },
   };
@@ -214,8 +235,8 @@ try {
       .sort()
       .at(-1)!,
   );
-  const startDir = path.join(work, 'start-adapter');
-  zeroAdapter(modelDir, startDir);
+  const startDir = path.join(work, 'start-checkpoint');
+  startCheckpoint(modelDir, startDir);
   const checkpoints = [
     { name: 'start', dir: startDir, step: 0 },
     { name: 'rft', dir: rft.checkpoint, step: rft.sftSteps },
@@ -227,7 +248,7 @@ try {
       runId: `${runId}-${c.name}`,
       step: c.step,
       dir: c.dir,
-      adapterSha256: await sha256File(path.join(c.dir, ADAPTER_WEIGHTS)),
+      adapterSha256: await sha256File(checkpointWeightsFile(c.dir)!),
       servedName: servedModelName(`${runId}-${c.name}`, c.step),
       trainerConfigPath,
       baseModel: modelDir,

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { sha256File } from '../lib/artifacts';
-import { ADAPTER_WEIGHTS } from '../lib/policy-server';
+import { checkpointWeightsFile } from '../lib/policy-server';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { completeCheckpoints } from '../lib/training/checkpoints';
 import { readValidationRecords } from '../lib/training/validation';
@@ -24,8 +24,8 @@ export async function checkpointLines(runId: string, runDir: string): Promise<st
   const steps = [...new Set([...checkpoints.map((c) => c.step), ...validations.map((v) => v.step)])].sort((a, b) => a - b);
   for (const step of steps) {
     const checkpoint = checkpoints.find((c) => c.step === step);
-    const weights = checkpoint ? path.join(checkpoint.path, ADAPTER_WEIGHTS) : null;
-    const sha = weights && existsSync(weights) ? (await sha256File(weights)).slice(0, 16) : 'pruned';
+    const weights = checkpoint ? checkpointWeightsFile(checkpoint.path) : null;
+    const sha = weights ? (await sha256File(weights)).slice(0, 16) : 'pruned';
     const v = validations.find((r) => r.step === step);
     rows.push([
       `${step}${step === best ? ' (best)' : ''}`,

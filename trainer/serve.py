@@ -1,4 +1,4 @@
-"""Serve one LoRA checkpoint as an OpenAI-compatible Chat Completions endpoint.
+"""Serve one checkpoint (a LoRA adapter, or a `finetune: full` model) as an OpenAI-compatible Chat Completions endpoint.
 
     python -m trainer.serve --trainer-config CFG.json --adapter CHECKPOINT_DIR \\
         --served-model-name RUN/step-00000042 [--host 127.0.0.1] [--port 0] [--request-log FILE]
@@ -7,7 +7,8 @@ Where vLLM is not installed (a CPU node, the demo, the tests) this is the
 policy server lib/policy-server starts: the base model of the run's trainer
 config (`model_path`, `dtype`, `chat_template`, `chat_template_kwargs`,
 `max_seq_len`, `max_new_tokens_per_turn`, the recipe's sampling) with the
-checkpoint's adapter, on the trainer's own code: the prompt is built as in
+checkpoint's adapter (or, for a fully fine-tuned checkpoint, the checkpoint's
+own weights with the base model's tokenizer), on the trainer's own code: the prompt is built as in
 training (chat_request.py on tokens.py's ChatTokens), generation is
 generate_hf.py's HFGenerator with the trainer's stop tokens, and the reply is
 the raw decoded turn (special tokens kept, without the closing end-of-turn
@@ -19,7 +20,7 @@ Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions. A request
 for another model name is answered 404 (lib/llm: an unknown model, not
 retried). One generation runs at a time (the HTTP server is threaded so
 /health answers meanwhile). Every completion is one JSON line in
-`--request-log`: the served name, the step, the adapter sha256, token counts.
+`--request-log`: the served name, the step, the weights' sha256, token counts.
 
 Stdout carries one JSON line once the socket listens:
 `{"event": "listening", "host": ..., "port": ..., "model": ..., "step": ..., "adapterSha256": ...}`.
@@ -40,12 +41,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Optional
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+# What `save_pretrained` of a fully fine-tuned model writes (one file; a sharded model has the index instead).
+FULL_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+
+
+def weights_file(checkpoint_dir: str) -> Optional[str]:
+    """The file whose sha256 names the checkpoint: the LoRA adapter, or a full fine-tune's weights (or their
+    shard index); None when the directory holds neither. lib/policy-server's `checkpointWeightsFile` twins it."""
+    for name in (ADAPTER_WEIGHTS, *FULL_WEIGHTS):
+        if os.path.isfile(os.path.join(checkpoint_dir, name)):
+            return os.path.join(checkpoint_dir, name)
+    return None
 
 
 def adapter_sha256(checkpoint_dir: str) -> str:
-    """sha256 of the adapter's weights file: the name lib/policy-server records for the checkpoint."""
+    """sha256 of the checkpoint's weights file (`weights_file`): the name lib/policy-server records for it."""
     digest = hashlib.sha256()
-    with open(os.path.join(checkpoint_dir, ADAPTER_WEIGHTS), "rb") as f:
+    with open(weights_file(checkpoint_dir), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -60,7 +72,7 @@ def checkpoint_step(checkpoint_dir: str) -> Optional[int]:
 
 
 class ServedPolicy:
-    """The base model with one adapter, its chat tokens and its generator."""
+    """The base model with one adapter (or a fully fine-tuned model), its chat tokens and its generator."""
 
     def __init__(self, cfg, checkpoint_dir: str, served_name: str, sampling):
         import torch
@@ -72,8 +84,11 @@ class ServedPolicy:
         from .rollout import stop_token_ids
         from .train import load_chat
 
-        if not os.path.isfile(os.path.join(checkpoint_dir, ADAPTER_WEIGHTS)):
-            raise FileNotFoundError(f"--adapter {checkpoint_dir!r} holds no {ADAPTER_WEIGHTS}: not a LoRA checkpoint")
+        weights = weights_file(checkpoint_dir)
+        if weights is None:
+            raise FileNotFoundError(
+                f"--adapter {checkpoint_dir!r} holds neither {ADAPTER_WEIGHTS} nor {' / '.join(FULL_WEIGHTS)}: not a checkpoint"
+            )
         if not os.path.isdir(cfg.model_path):
             raise FileNotFoundError(f"model_path {cfg.model_path!r} (the trainer config's base model) is not a local directory")
         self.served_name = served_name
@@ -85,8 +100,12 @@ class ServedPolicy:
         tokenizer = AutoTokenizer.from_pretrained(cfg.model_path)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        base = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=dtype).to(device)
-        self.model = PeftModel.from_pretrained(base, checkpoint_dir).to(device)
+        if os.path.basename(weights) == ADAPTER_WEIGHTS:
+            base = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=dtype).to(device)
+            self.model = PeftModel.from_pretrained(base, checkpoint_dir).to(device)
+        else:  # finetune: full saved the whole model (policy.FullFineTune.save_pretrained); the tokenizer is the base's
+            base = AutoModelForCausalLM.from_pretrained(checkpoint_dir, dtype=dtype).to(device)
+            self.model = base
         self.model.eval()
         self.chat = load_chat(cfg, tokenizer)
         self.stop_ids = stop_token_ids(tokenizer, getattr(base, "generation_config", None))

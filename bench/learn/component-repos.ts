@@ -8,7 +8,9 @@ import { seededRandom } from '../../lib/metrics/seeded-random';
  * same design): seeded synthetic Python repositories, each with the same 8 component files `src/<component>.py`
  * plus distractors (README, tests/, utils.py), seeded function names and bodies. An instance's issue names a
  * component and a function defined in its file; its gold patch edits exactly that function. A policy solves it
- * by grepping the function name and answering the file, or by learning component word -> path. Real git repos,
+ * by grepping the function name and answering the file, or by learning component word -> path. `componentWeights`
+ * makes some components break more often than others (a prior a policy can learn: see `LEARN_COMPONENT_WEIGHTS`
+ * in bench/learn.ts for why the bench uses one). Real git repos,
  * mirrored as `<mirrorDir>/<owner>__<name>.git` for the environment stage's `mirror-dir` repo source, and
  * SWE-bench-style instances whose patches are real `git diff`s.
  */
@@ -22,7 +24,8 @@ const SYMPTOMS = [
   'ignores its count argument',
   'raises on an empty input instead of returning zero',
 ];
-const FUNCTIONS_PER_COMPONENT = 3;
+// Enough that a repository can have several issues in its most frequently broken component.
+const FUNCTIONS_PER_COMPONENT = 6;
 
 export interface ComponentInstance {
   instance_id: string;
@@ -48,6 +51,14 @@ const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd,
 
 function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)]!;
+}
+
+/** A component drawn with probability proportional to its weight (1 for a component the weights leave out). */
+function pickComponent(random: () => number, weights: Partial<Record<string, number>>): string {
+  const w = COMPONENTS.map((c) => weights[c] ?? 1);
+  let u = random() * w.reduce((a, b) => a + b, 0);
+  for (let k = 0; k < COMPONENTS.length; k++) if ((u -= w[k]!) < 0) return COMPONENTS[k]!;
+  return COMPONENTS.at(-1)!;
 }
 
 function functionSource(name: string, random: () => number): string {
@@ -94,6 +105,8 @@ export function generateComponentRepos(options: {
   repos: number;
   instancesPerRepo: number;
   owner?: string;
+  /** How often each component is the broken one, relative (default: all equally often). */
+  componentWeights?: Partial<Record<(typeof COMPONENTS)[number], number>>;
 }): ComponentInstance[] {
   const owner = options.owner ?? 'learn';
   const instances: ComponentInstance[] = [];
@@ -118,7 +131,7 @@ export function generateComponentRepos(options: {
       let component: string;
       let fn: string;
       do {
-        component = pick(random, COMPONENTS);
+        component = pickComponent(random, options.componentWeights ?? {});
         fn = pick(random, functions.get(component)!);
       } while (chosen.has(fn) && chosen.size < COMPONENTS.length * FUNCTIONS_PER_COMPONENT);
       chosen.add(fn);

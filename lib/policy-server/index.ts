@@ -1,6 +1,8 @@
 // The policy server: one training checkpoint behind an OpenAI-compatible endpoint (vLLM, or trainer/serve.py).
 export {
   ADAPTER_WEIGHTS,
+  checkpointWeightsFile,
+  FULL_WEIGHTS,
   CheckpointChoiceError,
   newestTrainerConfig,
   resolveServedCheckpoint,

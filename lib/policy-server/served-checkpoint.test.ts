@@ -39,6 +39,19 @@ describe('resolveServedCheckpoint', () => {
     expect(served.trainedWith).toEqual({ recipe: 'codescout', answerFormat: 'codescout', maxTurns: 6 });
   });
 
+  it('names a full fine-tune checkpoint (no adapter) by its model weights, and refuses a directory with neither', async () => {
+    const dir = runDir([2, 4]);
+    const full = path.join(dir, 'training', 'trainer', 'checkpoints', 'step-00000004');
+    rmSync(path.join(full, 'adapter_model.safetensors'));
+    writeFileSync(path.join(full, 'model.safetensors'), 'the whole model at step 4');
+    const served = await resolveServedCheckpoint({ runId: 'r1', runDir: dir }, 4);
+    expect(served.adapterSha256).toBe(createHash('sha256').update('the whole model at step 4').digest('hex'));
+    rmSync(path.join(full, 'model.safetensors'));
+    await expect(resolveServedCheckpoint({ runId: 'r1', runDir: dir }, 4)).rejects.toThrow(
+      /holds neither adapter_model.safetensors nor model.safetensors/,
+    );
+  });
+
   it('serves a named step, and the recipe preset fills in what the trainer config leaves out', async () => {
     const dir = runDir([2, 4], { model_path: '/m', recipe: 'codegrep-v3' });
     const served = await resolveServedCheckpoint({ runId: 'r1', runDir: dir }, 2);

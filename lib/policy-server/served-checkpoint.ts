@@ -10,8 +10,19 @@ import { attemptFiles, listSegments, segmentDir } from '../training/layout';
 /** Which checkpoint of a run to serve: the newest, the best by validation metric, or a step. */
 export type CheckpointChoice = 'latest' | 'best' | number;
 
-/** The adapter's weights: the file whose sha256 names a checkpoint (trainer/serve.py `adapter_sha256`). */
+/** A LoRA checkpoint's weights: the file whose sha256 names it (trainer/serve.py `adapter_sha256`). */
 export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
+/** What a `finetune: full` checkpoint holds instead: the whole model (or, sharded, its index). */
+export const FULL_WEIGHTS = ['model.safetensors', 'model.safetensors.index.json'] as const;
+
+/**
+ * The file whose sha256 names a checkpoint: its LoRA adapter, or a full fine-tune's weights; null when the
+ * directory holds neither. trainer/serve.py `weights_file` is its twin (the served policy reports the same sha256).
+ */
+export function checkpointWeightsFile(dir: string): string | null {
+  for (const name of [ADAPTER_WEIGHTS, ...FULL_WEIGHTS]) if (existsSync(path.join(dir, name))) return path.join(dir, name);
+  return null;
+}
 
 /** A checkpoint as served and recorded: every prediction row and report names these. */
 export interface ServedCheckpoint {
@@ -19,7 +30,7 @@ export interface ServedCheckpoint {
   step: number;
   /** The checkpoint directory on this node. */
   dir: string;
-  /** sha256 of adapter_model.safetensors. */
+  /** sha256 of the checkpoint's weights (`checkpointWeightsFile`: the LoRA adapter, or a full fine-tune's model). */
   adapterSha256: string;
   /** The served model name: `<runId>/step-NNNNNNNN`, so a reply names the checkpoint that answered. */
   servedName: string;
@@ -80,8 +91,11 @@ export async function resolveServedCheckpoint(
   const checkpoint = found.find((c) => c.step === step);
   if (!checkpoint)
     throw new CheckpointChoiceError(`${where} has no complete checkpoint at step ${step} (it has ${found.map((c) => c.step).join(', ')})`);
-  const weights = path.join(checkpoint.path, ADAPTER_WEIGHTS);
-  if (!existsSync(weights)) throw new CheckpointChoiceError(`${checkpoint.path} holds no ${ADAPTER_WEIGHTS}: not a LoRA checkpoint`);
+  const weights = checkpointWeightsFile(checkpoint.path);
+  if (!weights)
+    throw new CheckpointChoiceError(
+      `${checkpoint.path} holds neither ${[ADAPTER_WEIGHTS, ...FULL_WEIGHTS].join(' nor ')}: not a checkpoint`,
+    );
   const trainerConfigPath = newestTrainerConfig(run.runDir);
   if (!trainerConfigPath)
     throw new CheckpointChoiceError(`${where}: no trainer config (training/segments/*/attempt-*.config.json) to serve it with`);

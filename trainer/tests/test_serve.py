@@ -171,3 +171,47 @@ def test_bad_conversations_are_refused_by_name(served):
         prompt_ids(policy.chat, [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], None)
     with pytest.raises(RequestError, match="unknown role"):
         prompt_ids(policy.chat, [{"role": "wizard", "content": "x"}], None)
+
+
+def test_a_full_finetune_checkpoint_is_served_with_its_own_weights(tmp_path, tiny_model_dir):
+    """`finetune: full` checkpoints hold the whole model, no adapter: the server loads those weights (not the base
+    model's) and names them by the weights file's sha256; a directory with neither is refused by name."""
+    from transformers import AutoModelForCausalLM
+
+    from trainer.serve import weights_file
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    with torch.no_grad():
+        model.model.norm.weight.mul_(3.0)  # a visibly different model than the base
+    checkpoint = str(tmp_path / "step-00000005")
+    model.save_pretrained(checkpoint)
+    with open(os.path.join(checkpoint, "trainer_state.json"), "w", encoding="utf-8") as f:
+        json.dump({"step": 5}, f)
+    cfg, _ = parse_config_with_recipe(
+        {
+            "model_path": tiny_model_dir,
+            "output_dir": str(tmp_path / "run"),
+            "env_url": "http://127.0.0.1:1",
+            "data": {"instance_ids": ["a"]},
+            "total_steps": 1,
+            "finetune": "full",
+            "kl_beta": 0.0,
+            "track_kl": False,
+            "max_new_tokens": 12,
+            "max_seq_len": 1024,
+        }
+    )
+    policy = ServedPolicy(cfg, checkpoint, "run-full/step-00000005", Sampling(1.0, 1.0, 0))
+    assert weights_file(checkpoint) == os.path.join(checkpoint, "model.safetensors")
+    assert policy.adapter_sha256 == adapter_sha256(checkpoint) and policy.step == 5
+    served_norm = policy.model.model.norm.weight.detach()
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert torch.allclose(served_norm, base.model.norm.weight.detach() * 3.0)
+    assert not torch.allclose(served_norm, base.model.norm.weight.detach())
+    reply = policy.complete({"messages": [{"role": "user", "content": "find the parser"}], "max_tokens": 4, "temperature": 0})
+    assert reply["usage"]["completion_tokens"] >= 1
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="neither adapter_model.safetensors nor model.safetensors"):
+        ServedPolicy(cfg, str(empty), "x/step-00000001", Sampling(1.0, 1.0, 0))
