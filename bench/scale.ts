@@ -166,7 +166,7 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
   const cpu0 = process.cpuUsage();
   const main0 = mainThreadCpuSeconds();
   const groups = byCommit(instances);
-  const totals = { commits: 0, listed: 0, candidates: 0, documents: 0, tokenized: 0, tokenizedBytes: 0, cached: 0 };
+  const totals = { commits: 0, listed: 0, candidates: 0, documents: 0, tokenized: 0, tokenizedBytes: 0, cached: 0, tokenizerThreads: 0 };
   const ms = { list: 0, readAndTokenize: 0, build: 0, query: 0 };
   const predictions = new Map<string, string[]>();
   let repoSlug = '';
@@ -189,6 +189,7 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
     totals.tokenized += index.stats.tokenized;
     totals.tokenizedBytes += index.stats.tokenizedBytes;
     totals.cached += index.stats.cached;
+    totals.tokenizerThreads = Math.max(totals.tokenizerThreads, index.stats.tokenizerThreads);
     ms.list += index.stats.ms.list;
     ms.readAndTokenize += index.stats.ms.read;
     ms.build += index.stats.ms.build;

@@ -24,6 +24,8 @@ export interface CommitIndexStats {
   tokenizedBytes: number;
   /** Candidate blobs found in the store. */
   cached: number;
+  /** Threads that tokenized the new blobs; 0: the caller's thread. */
+  tokenizerThreads: number;
   ms: { list: number; read: number; build: number };
 }
 
@@ -60,7 +62,7 @@ export async function tokenizeMissingBlobs(
   reader: BlobReader,
   files: readonly CommitFile[],
   opts: Pick<CommitIndexOptions, 'window' | 'onTokenized' | 'tokenizers'> = {},
-): Promise<{ tokenized: number; bytes: number }> {
+): Promise<{ tokenized: number; bytes: number; threads: number }> {
   const missing = [...new Set(files.filter((f) => store.get(f.blob) === undefined).map((f) => f.blob))];
   const pool = opts.tokenizers !== undefined ? opts.tokenizers : missing.length >= POOL_MIN_BLOBS ? sharedTokenizerPool() : null;
   const window = opts.window ?? 64;
@@ -99,7 +101,7 @@ export async function tokenizeMissingBlobs(
       if (answer) store.addCounted(oid, answer, length);
     }
   }
-  return { tokenized: missing.length, bytes };
+  return { tokenized: missing.length, bytes, threads: pool?.size ?? 0 };
 }
 
 export async function indexCommit(
@@ -111,7 +113,7 @@ export async function indexCommit(
   const t0 = performance.now();
   const listing = await listCommitFiles(reader.gitDir, commit, opts);
   const t1 = performance.now();
-  const { tokenized, bytes } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
+  const { tokenized, bytes, threads } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
   await store.flush();
   const t2 = performance.now();
   const skipped = [...listing.skipped];
@@ -143,6 +145,7 @@ export async function indexCommit(
       tokenized,
       tokenizedBytes: bytes,
       cached: distinct - tokenized,
+      tokenizerThreads: threads,
       ms: { list: t1 - t0, read: t2 - t1, build: t3 - t2 },
     },
   };

@@ -8,10 +8,10 @@ import { git } from '../../worktrees/git';
 import { bareMirror, commitFiles } from '../../worktrees/synthetic-repo';
 import { BlobCounter } from './blob-counter';
 import { BlobTermStore } from './blob-terms';
-import { indexCommit, type CommitIndex } from './commit-index';
+import { indexCommit, POOL_MIN_BLOBS, type CommitIndex } from './commit-index';
 import { retrieveTopK } from './retriever';
 import { TermTable } from './term-table';
-import { TokenizerPool } from './tokenizer-pool';
+import { defaultTokenizerThreads, TokenizerPool } from './tokenizer-pool';
 
 /**
  * Tokenizing in threads changes nothing but the time: the same segment bytes on disk, the same vocabulary, the
@@ -29,6 +29,8 @@ const rows = readFileSync(path.resolve(REPO_ROOT, '../shared/data/swebench_verif
 let root: string;
 let bare: string;
 let commit: string;
+/** A commit of more than POOL_MIN_BLOBS new blobs: what a real repository's first commit brings. */
+let many: string;
 let pool: TokenizerPool;
 
 beforeAll(async () => {
@@ -46,6 +48,9 @@ beforeAll(async () => {
   files['pkg/same_a.py'] = rows[1]!.patch;
   files['pkg/same_b.py'] = rows[1]!.patch;
   commit = await commitFiles(work, files, 'real text');
+  const more: Record<string, string> = {};
+  for (let i = 0; i < POOL_MIN_BLOBS + 20; i++) more[`many/m${i}.py`] = `${rows[i % rows.length]!.patch}\n# variant ${i} Variant_${i}.x\n`;
+  many = await commitFiles(work, more, 'many files');
   bare = await bareMirror(work, path.join(root, 'bare.git'));
   pool = new TokenizerPool(2);
 }, 120_000);
@@ -62,12 +67,16 @@ function segmentBytes(dir: string): Buffer[] {
     .map((n) => readFileSync(path.join(dir, n)));
 }
 
-async function build(dir: string, tokenizers: TokenizerPool | null): Promise<{ store: BlobTermStore; index: CommitIndex }> {
+async function build(
+  dir: string,
+  tokenizers: TokenizerPool | null | undefined,
+  at = commit,
+): Promise<{ store: BlobTermStore; index: CommitIndex }> {
   const store = await BlobTermStore.open(dir);
   const reader = new BlobReader(bare);
   try {
     // A small window, so reading runs well ahead of and behind the counting.
-    return { store, index: await indexCommit(store, reader, commit, { tokenizers, window: 3 }) };
+    return { store, index: await indexCommit(store, reader, at, tokenizers === undefined ? { window: 3 } : { tokenizers, window: 3 }) };
   } finally {
     await reader.close();
   }
@@ -116,6 +125,19 @@ describe('TokenizerPool: BM25 term counts from threads', () => {
     expect(again.index.stats.tokenized).toBe(0);
     for (const row of rows.slice(0, 10))
       expect(retrieveTopK(again.index, row.problem_statement, 10)).toEqual(retrieveTopK(single.index, row.problem_statement, 10));
+  });
+
+  it("indexCommit's default, what the evaluation's BM25 retriever calls, uses one thread per core for many new blobs", async () => {
+    const byDefault = await build(path.join(root, 'default'), undefined, many);
+    const single = await build(path.join(root, 'default-single'), null, many);
+    expect(byDefault.index.stats.tokenized).toBeGreaterThanOrEqual(POOL_MIN_BLOBS);
+    expect(byDefault.index.stats.tokenizerThreads).toBe(defaultTokenizerThreads() >= 2 ? defaultTokenizerThreads() : 0);
+    expect(single.index.stats.tokenizerThreads).toBe(0);
+    expect(segmentBytes(path.join(root, 'default'))[0]!.equals(segmentBytes(path.join(root, 'default-single'))[0]!)).toBe(true);
+    for (const row of rows.slice(0, 10))
+      expect(retrieveTopK(byDefault.index, row.problem_statement, 10)).toEqual(retrieveTopK(single.index, row.problem_statement, 10));
+    // A commit with few new blobs stays in the caller's thread (starting threads costs more than it saves).
+    expect((await build(path.join(root, 'default'), undefined, commit)).index.stats.tokenizerThreads).toBe(0);
   });
 
   it('fails a request when closed, with a clear error', async () => {
