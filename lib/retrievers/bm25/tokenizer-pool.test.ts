@@ -141,8 +141,11 @@ describe('TokenizerPool: BM25 term counts from threads', () => {
   });
 
   it('fails a request when closed, with a clear error', async () => {
-    const closed = new TokenizerPool(1);
-    await closed.close();
+    const closing = new TokenizerPool(1);
+    const inFlight = expect(closing.count(Buffer.from(rows[0]!.patch))).rejects.toThrow(/TokenizerPool: closed/);
+    await closing.close();
+    await inFlight; // never left pending
+    const closed = closing;
     await expect(closed.count(Buffer.from('x'))).rejects.toThrow(/TokenizerPool: closed/);
     expect(() => new TokenizerPool(0)).toThrow(/size must be a positive integer, got 0/);
   });

@@ -86,6 +86,11 @@ export class TokenizerPool {
     return thread;
   }
 
+  /** A thread died: every later request fails (sharedTokenizerPool then starts a new pool). */
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
   /** The term counts of a blob's bytes (copied to the thread; the caller keeps `bytes`). */
   count(bytes: Uint8Array): Promise<CountedBlob> {
     if (this.closed) return Promise.reject(new Error('TokenizerPool: closed'));
@@ -104,6 +109,10 @@ export class TokenizerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const thread of this.threads) {
+      for (const p of thread.pending.values()) p.reject(new Error('TokenizerPool: closed'));
+      thread.pending.clear();
+    }
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
 }
@@ -112,10 +121,12 @@ let shared: TokenizerPool | null = null;
 
 /**
  * The process's pool of `defaultTokenizerThreads()` threads, started on first use and kept (its idle threads
- * do not keep the process alive); null where there is one core, where blobs are tokenized in the caller's thread.
+ * do not keep the process alive), replaced when one of its threads has died, so a long-lived worker process
+ * recovers; null where there is one core, where blobs are tokenized in the caller's thread.
  */
 export function sharedTokenizerPool(): TokenizerPool | null {
   if (defaultTokenizerThreads() < 2) return null;
-  shared ??= new TokenizerPool(defaultTokenizerThreads());
+  if (shared?.failed) void shared.close();
+  if (!shared || shared.failed) shared = new TokenizerPool(defaultTokenizerThreads());
   return shared;
 }
