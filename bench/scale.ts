@@ -15,8 +15,8 @@
  *               the expected number is computed from the tree listings alone
  *   dense-rate  (smallest size, with a model) embeds `--dense-blobs` blobs with all-MiniLM-L6-v2 on the CPU:
  *               blobs/s and chunks/s, and the whole-repository estimate for every size
- * Each line: wall time, peak RSS, cache disk, files listed / documents / distinct blobs / blobs tokenized, the
- * machine's load average; the largest size also prints BM25 top-2 file P / R / Fβ (β = 0.5) with 95 % bootstrap
+ * Each line: wall time, CPU (the process and its main thread), peak RSS, cache disk, files listed / documents /
+ * distinct blobs / blobs tokenized, the machine's load average; the largest size also prints BM25 top-2 file P / R / Fβ (β = 0.5) with 95 % bootstrap
  * intervals against the gold patches (CodeGrep App. B).
  */
 import { spawn } from 'node:child_process';
@@ -144,12 +144,29 @@ function byCommit(instances: readonly Instance[]): Map<string, Instance[]> {
   return groups;
 }
 
+/**
+ * CPU seconds of this process's main thread alone (Linux `/proc/self/task/<pid>/stat`, utime + stime), or null
+ * elsewhere. With tokenizer threads the process's CPU is spread over threads; on a quiet machine with enough
+ * cores the main thread's share is the floor of the wall time.
+ */
+function mainThreadCpuSeconds(): number | null {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of proc(5), counted from the state (field 3) after the command name.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 /** One stage in this process. */
 async function runStage(stage: string, instances: Instance[], mirrorDir: string, cacheRoot: string, extra: Record<string, string>) {
   const started = performance.now();
   const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpuSeconds();
   const groups = byCommit(instances);
-  const totals = { commits: 0, listed: 0, candidates: 0, documents: 0, tokenized: 0, tokenizedBytes: 0, cached: 0 };
+  const totals = { commits: 0, listed: 0, candidates: 0, documents: 0, tokenized: 0, tokenizedBytes: 0, cached: 0, tokenizerThreads: 0 };
   const ms = { list: 0, readAndTokenize: 0, build: 0, query: 0 };
   const predictions = new Map<string, string[]>();
   let repoSlug = '';
@@ -172,6 +189,7 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
     totals.tokenized += index.stats.tokenized;
     totals.tokenizedBytes += index.stats.tokenizedBytes;
     totals.cached += index.stats.cached;
+    totals.tokenizerThreads = Math.max(totals.tokenizerThreads, index.stats.tokenizerThreads);
     ms.list += index.stats.ms.list;
     ms.readAndTokenize += index.stats.ms.read;
     ms.build += index.stats.ms.build;
@@ -192,6 +210,8 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
     wallS: r3((performance.now() - started) / 1000),
     // CPU seconds of this process (git cat-file's own time not included): on a loaded machine the steadier figure.
     cpuS: r3((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6),
+    // Of which the main thread (the rest: tokenizer threads, GC and I/O helper threads).
+    mainThreadCpuS: main0 === null ? null : r3(mainThreadCpuSeconds()! - main0),
     ms: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, Math.round(v)])),
     peakRssMb: mb(process.resourceUsage().maxRSS * 1024),
     cacheDiskMb: mb(duBytes(cacheRoot)),

@@ -89,6 +89,8 @@ function normalizeValue(field: arrow.Field, value: unknown, row: number, where: 
   }
   if (arrow.DataType.isInt(type)) return normalizeInteger(type, value, row, where);
   if (arrow.DataType.isList(type)) {
+    // A typed array of the items' own integer type holds only valid values: no per-item check or copy.
+    if (isIntArrayOf(value, type.children[0]!.type)) return value;
     if (!Array.isArray(value)) throw new ArrowRowError(row, where, `expected an array, got ${describe(value)}`);
     const item = type.children[0]!;
     return value.map((v, i) => normalizeValue(item, v, row, `${where}[${i}]`));
@@ -108,6 +110,13 @@ function normalizeValue(field: arrow.Field, value: unknown, row: number, where: 
     return out;
   }
   throw new ArrowRowError(row, where, `has unsupported Arrow type ${String(type)}`);
+}
+
+function isIntArrayOf(value: unknown, type: arrow.DataType): boolean {
+  if (!arrow.DataType.isInt(type) || type.bitWidth > 32) return false;
+  const signed = value instanceof Int8Array || value instanceof Int16Array || value instanceof Int32Array;
+  const unsigned = value instanceof Uint8Array || value instanceof Uint16Array || value instanceof Uint32Array;
+  return ((signed && type.isSigned) || (unsigned && !type.isSigned)) && (value as Int32Array).BYTES_PER_ELEMENT * 8 === type.bitWidth;
 }
 
 function normalizeInteger(type: arrow.Int, value: unknown, row: number, where: string): number | bigint {

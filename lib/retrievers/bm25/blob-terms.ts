@@ -5,9 +5,11 @@ import path from 'node:path';
 import { hashConfig } from '../../artifacts/config-hash';
 import { readParquetTable } from '../../artifacts/read-parquet';
 import { writeParquetArtifact } from '../../artifacts/write-parquet';
+import { BlobCounter, joinTerms, type BlobTerms, type CountedBlob } from './blob-counter';
 import { BINARY_SNIFF_BYTES } from './params';
 import { FNV_PRIME, HASH_SEED, TermTable } from './term-table';
-import { scanTokens } from './tokenizer';
+
+export type { BlobTerms, CountedBlob } from './blob-counter';
 
 /**
  * Tokenized documents keyed by git blob id: a file untouched between two commits is one blob, so it is read and
@@ -39,14 +41,6 @@ const blobTermsArrowSchema = new arrow.Schema([
   new arrow.Field('counts', new arrow.List(new arrow.Field('item', new arrow.Int32(), false)), false),
 ]);
 
-export interface BlobTerms {
-  /** A NUL in the first BINARY_SNIFF_BYTES bytes: not a document (worktree.ts skips it as `binary`). */
-  binary: boolean;
-  /** Ids in the store's vocabulary, in first-appearance order. */
-  termIds: Int32Array;
-  counts: Int32Array;
-}
-
 export interface BlobTermStats {
   segmentsRead: number;
   segmentsUnreadable: number;
@@ -58,7 +52,6 @@ export interface BlobTermStats {
 }
 
 const SPACE = 0x20;
-const EMPTY = new Int32Array(0);
 
 /** Hash of what shapes the stored counts; its first 16 characters name the settings folder. */
 export function blobTermsSettingsHash(): string {
@@ -83,27 +76,9 @@ export class BlobTermStore {
     bytesTokenized: 0,
     segmentsWritten: 0,
   };
-  /** Scratch of `count`: frequency per term id and the blob that last touched it. */
-  private termCount = new Int32Array(1 << 14);
-  private termSeenIn = new Int32Array(1 << 14).fill(-1);
-  private documents = 0;
-  private readonly current: number[] = [];
-  private readonly countToken = (units: Uint16Array, length: number, hash: number): void => {
-    const id = this.vocabulary.intern(units, 0, length, hash);
-    if (id >= this.termCount.length) {
-      const count = new Int32Array(id * 2);
-      count.set(this.termCount);
-      this.termCount = count;
-      const seen = new Int32Array(id * 2).fill(-1);
-      seen.set(this.termSeenIn);
-      this.termSeenIn = seen;
-    }
-    if (this.termSeenIn[id] !== this.documents) {
-      this.termSeenIn[id] = this.documents;
-      this.termCount[id] = 1;
-      this.current.push(id);
-    } else this.termCount[id] = this.termCount[id]! + 1;
-  };
+  private readonly counter = new BlobCounter(this.vocabulary);
+  /** Terms text of unsaved blobs counted in another thread (the segment row as it came). */
+  private readonly unsavedText = new Map<string, string>();
 
   /** `dir` null: in memory only (nothing read or written). */
   private constructor(readonly dir: string | null) {}
@@ -140,21 +115,23 @@ export class BlobTermStore {
   add(blob: string, bytes: Buffer): BlobTerms {
     const known = this.blobs.get(blob);
     if (known) return known;
-    let terms: BlobTerms;
-    if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) terms = { binary: true, termIds: EMPTY, counts: EMPTY };
-    else {
-      scanTokens(bytes.toString('utf8'), this.countToken);
-      const termIds = Int32Array.from(this.current);
-      const counts = new Int32Array(termIds.length);
-      for (let k = 0; k < termIds.length; k++) counts[k] = this.termCount[termIds[k]!]!;
-      this.current.length = 0;
-      this.documents++;
-      terms = { binary: false, termIds, counts };
-    }
+    return this.keep(blob, this.counter.count(bytes), bytes.length);
+  }
+
+  /** Keeps the counts of a blob of `byteLength` bytes tokenized elsewhere (tokenizer-pool.ts). */
+  addCounted(blob: string, counted: CountedBlob, byteLength: number): BlobTerms {
+    const known = this.blobs.get(blob);
+    if (known) return known;
+    const termIds = this.internTerms(blob, counted.terms, counted.counts.length);
+    this.unsavedText.set(blob, counted.terms);
+    return this.keep(blob, { binary: counted.binary, termIds, counts: counted.counts }, byteLength);
+  }
+
+  private keep(blob: string, terms: BlobTerms, byteLength: number): BlobTerms {
     this.blobs.set(blob, terms);
     this.unsaved.push(blob);
     this.stats.blobsTokenized++;
-    this.stats.bytesTokenized += bytes.length;
+    this.stats.bytesTokenized += byteLength;
     return terms;
   }
 
@@ -162,21 +139,28 @@ export class BlobTermStore {
   async flush(): Promise<number> {
     const blobs = this.unsaved;
     if (this.dir === null || blobs.length === 0) return 0;
+    // Blobs added while this segment is written go to the next one.
+    this.unsaved = [];
     const file = path.join(
       this.dir,
       `terms-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,
     );
-    await writeParquetArtifact({
-      path: file,
-      schemaName: BLOB_TERMS_SCHEMA,
-      schemaVersion: BLOB_TERMS_SCHEMA_VERSION,
-      arrowSchema: blobTermsArrowSchema,
-      rows: this.rows(blobs),
-      inputs: [],
-      configHash: blobTermsSettingsHash(),
-      rowGroupSize: 1024,
-    });
-    this.unsaved = [];
+    try {
+      await writeParquetArtifact({
+        path: file,
+        schemaName: BLOB_TERMS_SCHEMA,
+        schemaVersion: BLOB_TERMS_SCHEMA_VERSION,
+        arrowSchema: blobTermsArrowSchema,
+        rows: this.rows(blobs),
+        inputs: [],
+        configHash: blobTermsSettingsHash(),
+        rowGroupSize: 1024,
+      });
+    } catch (error) {
+      this.unsaved = blobs.concat(this.unsaved);
+      throw error;
+    }
+    for (const blob of blobs) this.unsavedText.delete(blob);
     this.stats.segmentsWritten++;
     return blobs.length;
   }
@@ -184,9 +168,8 @@ export class BlobTermStore {
   private *rows(blobs: readonly string[]): Generator<Record<string, unknown>> {
     for (const blob of blobs) {
       const entry = this.blobs.get(blob)!;
-      let terms = '';
-      for (let k = 0; k < entry.termIds.length; k++) terms += (k === 0 ? '' : ' ') + this.vocabulary.term(entry.termIds[k]!);
-      yield { blob, binary: entry.binary, terms, counts: Array.from(entry.counts) };
+      const terms = this.unsavedText.get(blob) ?? joinTerms(this.vocabulary, entry.termIds);
+      yield { blob, binary: entry.binary, terms, counts: entry.counts };
     }
   }
 
@@ -196,37 +179,44 @@ export class BlobTermStore {
     const termTexts = table.getChild('terms');
     const countLists = table.getChild('counts');
     if (!blobs || !binaries || !termTexts || !countLists) throw new Error('a column is missing');
-    let units = new Uint16Array(256);
     for (let r = 0; r < table.numRows; r++) {
       const blob = blobs.get(r) as string;
       if (this.blobs.has(blob)) continue;
-      const text = termTexts.get(r) as string;
       const counts = Int32Array.from((countLists.get(r) as arrow.Vector<arrow.Int32>).toArray());
-      const termIds = new Int32Array(counts.length);
-      let k = 0;
-      let length = 0;
-      let hash = HASH_SEED;
-      for (let i = 0; i <= text.length; i++) {
-        const c = i === text.length ? SPACE : text.charCodeAt(i);
-        if (c !== SPACE) {
-          if (length === units.length) {
-            const grown = new Uint16Array(units.length * 2);
-            grown.set(units);
-            units = grown;
-          }
-          units[length++] = c;
-          hash = Math.imul(hash ^ c, FNV_PRIME);
-          continue;
-        }
-        if (length === 0) continue;
-        if (k === counts.length) throw new Error(`blob ${blob}: more terms than counts`);
-        termIds[k++] = this.vocabulary.intern(units, 0, length, hash);
-        length = 0;
-        hash = HASH_SEED;
-      }
-      if (k !== counts.length) throw new Error(`blob ${blob}: ${k} terms but ${counts.length} counts`);
+      const termIds = this.internTerms(blob, termTexts.get(r) as string, counts.length);
       this.blobs.set(blob, { binary: binaries.get(r) as boolean, termIds, counts });
       this.stats.blobsLoaded++;
     }
+  }
+
+  private units = new Uint16Array(256);
+
+  /** Ids in the vocabulary of the `expected` space-separated terms of `text` (a segment row's terms). */
+  private internTerms(blob: string, text: string, expected: number): Int32Array {
+    const termIds = new Int32Array(expected);
+    let units = this.units;
+    let k = 0;
+    let length = 0;
+    let hash = HASH_SEED;
+    for (let i = 0; i <= text.length; i++) {
+      const c = i === text.length ? SPACE : text.charCodeAt(i);
+      if (c !== SPACE) {
+        if (length === units.length) {
+          const grown = new Uint16Array(units.length * 2);
+          grown.set(units);
+          units = this.units = grown;
+        }
+        units[length++] = c;
+        hash = Math.imul(hash ^ c, FNV_PRIME);
+        continue;
+      }
+      if (length === 0) continue;
+      if (k === expected) throw new Error(`blob ${blob}: more terms than counts`);
+      termIds[k++] = this.vocabulary.intern(units, 0, length, hash);
+      length = 0;
+      hash = HASH_SEED;
+    }
+    if (k !== expected) throw new Error(`blob ${blob}: ${k} terms but ${expected} counts`);
+    return termIds;
   }
 }

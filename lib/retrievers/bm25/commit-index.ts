@@ -1,6 +1,7 @@
 import { readBlobs, type BlobReader } from '../../worktrees/cat-file';
-import type { BlobTermStore } from './blob-terms';
+import type { BlobTermStore, CountedBlob } from './blob-terms';
 import { listCommitFiles, type CommitFile } from './commit-files';
+import { sharedTokenizerPool, type TokenizerPool } from './tokenizer-pool';
 import { buildBm25IndexOf, type Bm25Index, type Bm25Options } from './retriever';
 import type { SkippedFile, WorktreeScanOptions } from './worktree';
 
@@ -23,6 +24,8 @@ export interface CommitIndexStats {
   tokenizedBytes: number;
   /** Candidate blobs found in the store. */
   cached: number;
+  /** Threads that tokenized the new blobs; 0: the caller's thread. */
+  tokenizerThreads: number;
   ms: { list: number; read: number; build: number };
 }
 
@@ -38,29 +41,67 @@ export interface CommitIndexOptions extends Pick<WorktreeScanOptions, 'includeTe
   window?: number;
   /** Called after each blob tokenized (progress). */
   onTokenized?: (done: number, total: number) => void;
+  /**
+   * Threads that tokenize (tokenizer-pool.ts). Left out: the process's shared pool when there are at least
+   * POOL_MIN_BLOBS blobs to tokenize and more than one core; null: the caller's thread, as with one core.
+   */
+  tokenizers?: TokenizerPool | null;
 }
 
-/** Reads into `store` the blobs of `files` it lacks; returns how many and their bytes. */
+/** Fewer new blobs than this are tokenized in the caller's thread: starting the threads costs about a second. */
+export const POOL_MIN_BLOBS = 256;
+
+/**
+ * Reads into `store` the blobs of `files` it lacks; returns how many and their bytes. With a pool the reading and
+ * the counting overlap: up to `window` blobs are being counted while the next ones are read, and the answers
+ * are kept in the order the blobs were read, so the store (its vocabulary ids, its segments) is the same as
+ * without one.
+ */
 export async function tokenizeMissingBlobs(
   store: BlobTermStore,
   reader: BlobReader,
   files: readonly CommitFile[],
-  opts: Pick<CommitIndexOptions, 'window' | 'onTokenized'> = {},
-): Promise<{ tokenized: number; bytes: number }> {
+  opts: Pick<CommitIndexOptions, 'window' | 'onTokenized' | 'tokenizers'> = {},
+): Promise<{ tokenized: number; bytes: number; threads: number }> {
   const missing = [...new Set(files.filter((f) => store.get(f.blob) === undefined).map((f) => f.blob))];
+  const pool = opts.tokenizers !== undefined ? opts.tokenizers : missing.length >= POOL_MIN_BLOBS ? sharedTokenizerPool() : null;
+  const window = opts.window ?? 64;
   let bytes = 0;
-  await readBlobs(
-    reader,
-    missing,
-    (oid, content, i) => {
-      if (content === null) throw new Error(`blob ${oid} is listed in the tree but missing from ${reader.gitDir}`);
-      store.add(oid, content);
-      bytes += content.length;
-      opts.onTokenized?.(i + 1, missing.length);
-    },
-    opts.window,
-  );
-  return { tokenized: missing.length, bytes };
+  let done = 0;
+  const counting: { oid: string; length: number; counted: Promise<CountedBlob> }[] = [];
+  const keepOldest = async () => {
+    const { oid, length, counted } = counting.shift()!;
+    store.addCounted(oid, await counted, length);
+    opts.onTokenized?.(++done, missing.length);
+  };
+  try {
+    await readBlobs(
+      reader,
+      missing,
+      async (oid, content) => {
+        if (content === null) throw new Error(`blob ${oid} is listed in the tree but missing from ${reader.gitDir}`);
+        bytes += content.length;
+        if (pool === null) {
+          store.add(oid, content);
+          opts.onTokenized?.(++done, missing.length);
+          return;
+        }
+        const counted = pool.count(content);
+        counted.catch(() => undefined); // thrown where it is awaited, in order
+        counting.push({ oid, length: content.length, counted });
+        if (counting.length >= window) await keepOldest();
+      },
+      window,
+    );
+    while (counting.length > 0) await keepOldest();
+  } finally {
+    // Counts already answered are kept (so a failure loses no work); the rest are dropped.
+    for (const { oid, length, counted } of counting.splice(0)) {
+      const answer = await counted.catch(() => null);
+      if (answer) store.addCounted(oid, answer, length);
+    }
+  }
+  return { tokenized: missing.length, bytes, threads: pool?.size ?? 0 };
 }
 
 export async function indexCommit(
@@ -72,7 +113,7 @@ export async function indexCommit(
   const t0 = performance.now();
   const listing = await listCommitFiles(reader.gitDir, commit, opts);
   const t1 = performance.now();
-  const { tokenized, bytes } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
+  const { tokenized, bytes, threads } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
   await store.flush();
   const t2 = performance.now();
   const skipped = [...listing.skipped];
@@ -104,6 +145,7 @@ export async function indexCommit(
       tokenized,
       tokenizedBytes: bytes,
       cached: distinct - tokenized,
+      tokenizerThreads: threads,
       ms: { list: t1 - t0, read: t2 - t1, build: t3 - t2 },
     },
   };
