@@ -138,7 +138,8 @@ function checkOptions(options: CreateEpisodeOptions): CheckedOptions {
   return { instance, answerFormat, limits, root, toolNames };
 }
 
-export function createEpisode(options: CreateEpisodeOptions): Episode {
+/** The episode's fixed parts: its checked options, the tools it offers and how they run, the conversation's opening. */
+function setUpEpisode(options: CreateEpisodeOptions) {
   const { instance, answerFormat, limits, root, toolNames } = checkOptions(options);
   const tools = episodeToolDefinitions(answerFormat, toolNames);
   const toolContext: ToolTurnContext = {
@@ -149,26 +150,56 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
     availableList: tools.map((t) => t.function.name).join(', '),
     maxToolCallsPerTurn: limits.maxToolCallsPerTurn,
   };
-  const readAnswer = ANSWER_READERS[answerFormat];
   const initialMessages: ChatMessage[] = [
     { role: 'system', content: systemPrompt(answerFormat, toolNames, limits) },
     { role: 'user', content: userPrompt(instance) },
   ];
+  return { instance, answerFormat, limits, root, tools, toolContext, initialMessages };
+}
 
-  const trajectory: ChatMessage[] = [...initialMessages];
-  const stats = new EpisodeStats();
-  let endReason: EndReason | undefined;
-  let answer: AgentAnswer | null = null;
-  let answerError: string | undefined;
-  let stepping = false;
+/** An episode's record: the conversation, the counts and, once it has ended, why and with which answer. */
+class EpisodeRecord {
+  readonly trajectory: ChatMessage[];
+  readonly stats = new EpisodeStats();
+  endReason: EndReason | undefined;
+  private answer: AgentAnswer | null = null;
+  private answerError: string | undefined;
 
-  function end(reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>): StepResult {
-    endReason = reason;
-    if (parsed?.ok) answer = parsed.answer;
-    else if (parsed) answerError = parsed.error;
-    stats.recordFinalTurn();
+  constructor(initialMessages: readonly ChatMessage[]) {
+    this.trajectory = [...initialMessages];
+  }
+
+  /** Ends the episode with the turn just taken, whose calls do not run. */
+  end(reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>): StepResult {
+    this.endReason = reason;
+    if (parsed?.ok) this.answer = parsed.answer;
+    else if (parsed) this.answerError = parsed.error;
+    this.stats.recordFinalTurn();
     return { observations: [], done: true, endReason: reason };
   }
+
+  result(instanceId: string, answerFormat: AnswerFormat, endReason: EndReason): EpisodeResult {
+    return {
+      instanceId,
+      answerFormat,
+      answer: this.answer,
+      answerValid: this.answer !== null,
+      ...(this.answerError === undefined ? {} : { answerError: this.answerError }),
+      ...this.stats.counts(),
+      endReason,
+      trajectory: [...this.trajectory],
+    };
+  }
+}
+
+export function createEpisode(options: CreateEpisodeOptions): Episode {
+  const { instance, answerFormat, limits, root, tools, toolContext, initialMessages } = setUpEpisode(options);
+  const readAnswer = ANSWER_READERS[answerFormat];
+
+  const record = new EpisodeRecord(initialMessages);
+  const { trajectory, stats } = record;
+  const end = (reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>) => record.end(reason, parsed);
+  let stepping = false;
 
   async function takeTurn(reply: AssistantTurn): Promise<StepResult> {
     const turn = stats.startTurn(reply.usage);
@@ -195,7 +226,8 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   }
 
   async function step(reply: AssistantTurn): Promise<StepResult> {
-    if (endReason !== undefined) throw new Error(`step(): the episode of ${instance.instanceId} is already done (${endReason})`);
+    if (record.endReason !== undefined)
+      throw new Error(`step(): the episode of ${instance.instanceId} is already done (${record.endReason})`);
     if (stepping) throw new Error(`step(): the previous step of ${instance.instanceId} is still running`);
     if (reply === null || typeof reply !== 'object' || typeof reply.text !== 'string') {
       throw new TypeError('step(): reply must be an object with a string `text`');
@@ -209,18 +241,9 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
   }
 
   function result(): EpisodeResult {
-    if (endReason === undefined)
+    if (record.endReason === undefined)
       throw new Error(`result(): the episode of ${instance.instanceId} is not done (turn ${stats.turns} of ${limits.maxTurns})`);
-    return {
-      instanceId: instance.instanceId,
-      answerFormat,
-      answer,
-      answerValid: answer !== null,
-      ...(answerError === undefined ? {} : { answerError }),
-      ...stats.counts(),
-      endReason,
-      trajectory: [...trajectory],
-    };
+    return record.result(instance.instanceId, answerFormat, record.endReason);
   }
 
   return {
@@ -236,7 +259,7 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
       return stats.turns;
     },
     get done() {
-      return endReason !== undefined;
+      return record.endReason !== undefined;
     },
     step,
     result,
