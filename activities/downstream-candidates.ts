@@ -1,5 +1,5 @@
 import { Context, log } from '@temporalio/activity';
-import { retrieveCandidates } from '../lib/downstream/candidates';
+import { retrieveCandidates } from '../lib/downstream/plan/candidates';
 import {
   RetrieveDownstreamCandidatesInputSchema,
   type RetrieveDownstreamCandidatesInput,
@@ -9,7 +9,7 @@ import { ProgressReporter, rethrowPredictorFailure } from './kit';
 
 /**
  * The files a served trained policy finds for every downstream instance (a configuration with source `agent`;
- * lib/downstream/candidates.ts), as an evaluation-predictions Parquet the downstream plan reads. The workflow
+ * lib/downstream/plan/candidates.ts), as an evaluation-predictions Parquet the downstream plan reads. The workflow
  * runs it while the policy server it started answers. Finished instances are kept, so a retry asks only about
  * the rest.
  */

@@ -2,13 +2,13 @@ import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, sourceRef, writeJsonArtifact } from '../lib/artifacts';
 import { downstreamPaths } from '../lib/downstream/layout';
-import { planDownstreamRuns, planWarnings } from '../lib/downstream/plan';
+import { planDownstreamRuns, planWarnings } from '../lib/downstream/plan/plan';
 import { PlanDownstreamInputSchema, type PlanDownstreamInput, type PlanDownstreamOutput } from '../schemas/downstream/activity-io';
 import { DOWNSTREAM_PLAN_SCHEMA_NAME, DOWNSTREAM_PLAN_SCHEMA_VERSION } from '../schemas/downstream/plan';
 import { rethrowAsFailure } from './kit';
 
 /**
- * The downstream stage's plan (lib/downstream/plan.ts), written as `downstream/plans/<hash>.json`: what every
+ * The downstream stage's plan (lib/downstream/plan/plan.ts), written as `downstream/plans/<hash>.json`: what every
  * pair runs, and which pairs are already finished. Input problems a retry cannot fix fail at once, naming the
  * config key.
  */

@@ -1,15 +1,15 @@
 import { Context, log } from '@temporalio/activity';
 import { writeBytesAtomically, writeJsonArtifact } from '../lib/artifacts';
 import { lockPathFor, trajectoryPathFor } from '../lib/downstream/layout';
-import { runPlannedPair } from '../lib/downstream/run-pair';
-import { findPair, finishedRecord, loadPlan, recordExpectation } from '../lib/downstream/run-records';
+import { runPlannedPair } from '../lib/downstream/runs/run-pair';
+import { findPair, finishedRecord, loadPlan, recordExpectation } from '../lib/downstream/runs/run-records';
 import { withRepoLock } from '../lib/worktrees/repo-lock';
 import { RunDownstreamPairInputSchema, type RunDownstreamPairInput, type RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
 import type { PlannedPair } from '../schemas/downstream/plan';
 import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
 
 /**
- * One (configuration, instance) run of the downstream study (CodeGrep §4.3; lib/downstream/run-pair.ts), written
+ * One (configuration, instance) run of the downstream study (CodeGrep §4.3; lib/downstream/runs/run-pair.ts), written
  * as a run record (JSON + manifest keyed by the run's hash) with the conversation beside it. A record already
  * there is returned without running anything, so a retried, resumed or repeated stage never runs a finished
  * pair again. Past `runTimeoutMs` the agent and harness processes are killed and the pair is an `error` row, not

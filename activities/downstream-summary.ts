@@ -1,10 +1,10 @@
 import { log } from '@temporalio/activity';
 import { hashConfig, writeBytesAtomically, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { downstreamPaths } from '../lib/downstream/layout';
-import { downstreamTable } from '../lib/downstream/metrics';
-import { countBy, downstreamReportBlocks } from '../lib/downstream/report';
-import { renderDownstreamHtml, renderDownstreamMarkdown } from '../lib/downstream/report-render';
-import { finishedRows, loadPlan } from '../lib/downstream/run-records';
+import { downstreamTable } from '../lib/downstream/report/metrics';
+import { countBy, downstreamReportBlocks } from '../lib/downstream/report/report';
+import { renderDownstreamHtml, renderDownstreamMarkdown } from '../lib/downstream/report/report-render';
+import { finishedRows, loadPlan } from '../lib/downstream/runs/run-records';
 import {
   SummarizeDownstreamInputSchema,
   type DownstreamSummaryOutput,

@@ -1,5 +1,6 @@
 import { CodeGrepAnswerPayloadSchema, type CodeGrepAnswer } from '../../schemas/agent';
 import { normalizeRepoPath } from '../paths/normalize';
+import type { AnswerReply, ReplyAnswer } from './answer-format';
 import { describeIssues } from './describe-issues';
 
 /**
@@ -67,4 +68,24 @@ export function parseCodeGrepAnswer(body: string, worktreeRoot: string): ParsedA
   const lineRanges = (parsed.data.line_ranges ?? []).map((r, i) => ({ ...r, path: normalise(r.path, `line_ranges[${i}]`) }));
   if (problems.length > 0) return { ok: false, error: `the <answer> JSON does not match the schema: ${problems.join('; ')}` };
   return { ok: true, answer: { files, lineRanges } };
+}
+
+/**
+ * A CodeGrep reply answers with its `<answer>` block: a complete block ends the episode (valid or not); an
+ * unterminated one is a spent budget when generation was cut, an invalid answer otherwise.
+ */
+export function readCodeGrepReply(reply: AnswerReply, worktreeRoot: string): ReplyAnswer {
+  const block = findAnswerBlock(reply.content);
+  if (block.kind === 'complete') {
+    const parsed = parseCodeGrepAnswer(block.body, worktreeRoot);
+    return { finishCalls: 0, end: { reason: parsed.ok ? 'answer' : 'invalid_answer', parsed } };
+  }
+  if (block.kind === 'unterminated') {
+    if (reply.truncated) return { finishCalls: 0, end: { reason: 'budget' } };
+    return {
+      finishCalls: 0,
+      end: { reason: 'invalid_answer', parsed: { ok: false, error: 'the <answer> block has no closing </answer>' } },
+    };
+  }
+  return { finishCalls: 0 };
 }

@@ -7,6 +7,7 @@ import {
 } from '../../schemas/agent';
 import { normalizeRepoPath } from '../paths/normalize';
 import type { ParsedAnswer } from './answer-codegrep';
+import type { AnswerReply, ReplyAnswer } from './answer-format';
 import { describeIssues } from './describe-issues';
 
 /**
@@ -58,4 +59,25 @@ export function parseLocalizationFinish(rawArguments: string, worktreeRoot: stri
   if (problems.length > 0)
     return { ok: false, error: `${LOCALIZATION_FINISH_TOOL_NAME} arguments do not match the schema: ${problems.join('; ')}` };
   return { ok: true, answer: { locations } };
+}
+
+/**
+ * A CodeScout reply answers by calling `localization_finish`: exactly once (§3.3), or the answer is invalid. A
+ * call whose block could not be read is a spent budget when generation was cut, an invalid answer otherwise.
+ */
+export function readCodeScoutReply(reply: AnswerReply, worktreeRoot: string): ReplyAnswer {
+  const finishes = reply.calls.filter((c) => c.name === LOCALIZATION_FINISH_TOOL_NAME);
+  const finishCalls = finishes.length;
+  if (finishCalls === 0) return { finishCalls };
+  if (finishCalls > 1) {
+    const error = `${LOCALIZATION_FINISH_TOOL_NAME} was called ${finishCalls} times; it must be called exactly once`;
+    return { finishCalls, end: { reason: 'invalid_answer', parsed: { ok: false, error } } };
+  }
+  const finish = finishes[0]!;
+  if (finish.malformed !== undefined) {
+    if (reply.truncated) return { finishCalls, end: { reason: 'budget' } };
+    return { finishCalls, end: { reason: 'invalid_answer', parsed: { ok: false, error: finish.malformed } } };
+  }
+  const parsed = parseLocalizationFinish(finish.arguments, worktreeRoot);
+  return { finishCalls, end: { reason: parsed.ok ? 'answer' : 'invalid_answer', parsed } };
 }

@@ -3,32 +3,28 @@ import path from 'node:path';
 import {
   AgentInstanceSchema,
   AnswerFormatSchema,
-  LOCALIZATION_FINISH_TOOL_NAME,
   type AgentAnswer,
   type AgentInstance,
   type AgentLimits,
   type AnswerFormat,
-  type AssistantMessage,
   type ChatMessage,
   type EndReason,
   type EpisodeResult,
   type ResolvedAgentLimits,
-  type WireToolCall,
 } from '../../schemas/agent';
-import {
-  CODEGREP_TOOL_NAMES,
-  TERMINAL_TOOL_NAMES,
-  ToolNameSchema,
-  toolDefinitions,
-  type ToolName,
-  type ToolResult,
-} from '../../schemas/tools';
-import { formatObservation, runTool, type SandboxOptions } from '../sandbox';
-import { findAnswerBlock, parseCodeGrepAnswer, type ParsedAnswer } from './answer-codegrep';
-import { localizationFinishToolDefinition, parseLocalizationFinish } from './answer-codescout';
+import { CODEGREP_TOOL_NAMES, TERMINAL_TOOL_NAMES, ToolNameSchema, toolDefinitions, type ToolName } from '../../schemas/tools';
+import { runTool, type SandboxOptions } from '../sandbox';
+import { readCodeGrepReply, type ParsedAnswer } from './answer-codegrep';
+import { localizationFinishToolDefinition, readCodeScoutReply } from './answer-codescout';
+import type { ReplyAnswerReader } from './answer-format';
+import { readAssistantTurn, type AssistantTurn } from './assistant-turn';
+import { EpisodeStats } from './episode-stats';
 import { resolveAgentLimits } from './limits';
-import { droppedCallNotice, lastTurnReminder, systemPrompt, userPrompt } from './prompts';
-import { extractToolCalls, splitThinking, toolObservationMessage } from './qwen3-format';
+import { lastTurnReminder, systemPrompt, userPrompt } from './prompts';
+import { runToolTurn, type ToolRunner, type ToolTurnContext } from './tool-turn';
+
+export type { AssistantToolCall, AssistantTurn } from './assistant-turn';
+export type { ToolRunner } from './tool-turn';
 
 /**
  * One agent-retriever rollout as a transport-agnostic state machine (docs/design.md "Tools"; CodeGrep §3.2,
@@ -45,27 +41,6 @@ import { extractToolCalls, splitThinking, toolObservationMessage } from './qwen3
  * become error observations, a bad answer an invalid one.
  */
 
-export interface AssistantToolCall {
-  /** The call id from the server; generated when absent (raw Qwen3 text has none). */
-  id?: string;
-  name: string;
-  /** JSON text of the arguments, as OpenAI sends them. */
-  arguments: string;
-}
-
-export interface AssistantTurn {
-  /** The reply text. Without `toolCalls`, tool calls are parsed out of it (Qwen3 `<tool_call>` blocks). */
-  text: string;
-  /** Calls already parsed by the server (native tool calling). */
-  toolCalls?: AssistantToolCall[];
-  /** Reasoning the server returned separately (vLLM/SGLang `reasoning_content`). */
-  reasoning?: string;
-  /** This reply's token counts (the server's `usage`, or the trainer's own counts). */
-  usage?: { promptTokens: number; completionTokens: number };
-  /** `'length'` means generation stopped at its token limit: the completion budget is spent. */
-  finishReason?: string | null;
-}
-
 export interface StepResult {
   /** Messages to append to the conversation before the next reply: `tool` messages, then any `user` reminder. */
   observations: ChatMessage[];
@@ -77,8 +52,6 @@ export interface AgentToolDefinition {
   type: 'function';
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
-
-export type ToolRunner = (root: string, name: string, rawArgs: unknown, options?: SandboxOptions) => Promise<ToolResult>;
 
 export interface CreateEpisodeOptions {
   instance: AgentInstance;
@@ -112,13 +85,11 @@ export interface Episode {
   result(): EpisodeResult;
 }
 
-interface PendingCall {
-  id: string;
-  name: string;
-  arguments: string;
-  /** Set for a `<tool_call>` block that could not be read: the error observation's text. */
-  malformed?: string;
-}
+/** How each answer format reads a reply's answer (answer-format.ts). */
+const ANSWER_READERS: Record<AnswerFormat, ReplyAnswerReader> = {
+  codegrep: readCodeGrepReply,
+  codescout: readCodeScoutReply,
+};
 
 function defaultTools(format: AnswerFormat): readonly ToolName[] {
   return format === 'codegrep' ? CODEGREP_TOOL_NAMES : TERMINAL_TOOL_NAMES;
@@ -129,16 +100,16 @@ export function episodeToolDefinitions(format: AnswerFormat, toolNames: readonly
   return [...toolDefinitions(toolNames), ...(format === 'codescout' ? [localizationFinishToolDefinition()] : [])];
 }
 
-function checkedTokens(value: number, what: string): number {
-  if (!Number.isInteger(value) || value < 0) throw new RangeError(`step(): usage.${what} must be a non-negative integer, got ${value}`);
-  return value;
+interface CheckedOptions {
+  instance: AgentInstance;
+  answerFormat: AnswerFormat;
+  limits: ResolvedAgentLimits;
+  root: string;
+  toolNames: ToolName[];
 }
 
-function errorObservation(message: string): string {
-  return formatObservation({ status: 'error', output: '', message });
-}
-
-export function createEpisode(options: CreateEpisodeOptions): Episode {
+/** Validates what createEpisode was given; each problem is a TypeError or Error naming the input. */
+function checkOptions(options: CreateEpisodeOptions): CheckedOptions {
   const instanceCheck = AgentInstanceSchema.safeParse(options.instance);
   if (!instanceCheck.success) {
     const problems = instanceCheck.error.issues.map((i) => `${i.path.join('.') || 'instance'}: ${i.message}`).join('; ');
@@ -164,191 +135,115 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
       throw new TypeError(`createEpisode: unknown tool ${JSON.stringify(name)} (known: ${ToolNameSchema.options.join(', ')})`);
     return parsed.data;
   });
-  const runner: ToolRunner = options.toolRunner ?? runTool;
-  const sandbox = options.sandbox ?? {};
+  return { instance, answerFormat, limits, root, toolNames };
+}
 
+/** The episode's fixed parts: its checked options, the tools it offers and how they run, the conversation's opening. */
+function setUpEpisode(options: CreateEpisodeOptions) {
+  const { instance, answerFormat, limits, root, toolNames } = checkOptions(options);
   const tools = episodeToolDefinitions(answerFormat, toolNames);
-  const offered = new Set<string>(toolNames);
-  const availableList = tools.map((t) => t.function.name).join(', ');
+  const toolContext: ToolTurnContext = {
+    root,
+    sandbox: options.sandbox ?? {},
+    runner: options.toolRunner ?? runTool,
+    offered: new Set<string>(toolNames),
+    availableList: tools.map((t) => t.function.name).join(', '),
+    maxToolCallsPerTurn: limits.maxToolCallsPerTurn,
+  };
   const initialMessages: ChatMessage[] = [
     { role: 'system', content: systemPrompt(answerFormat, toolNames, limits) },
     { role: 'user', content: userPrompt(instance) },
   ];
+  return { instance, answerFormat, limits, root, tools, toolContext, initialMessages };
+}
 
-  const trajectory: ChatMessage[] = [...initialMessages];
-  const toolCallsPerTurn: number[] = [];
-  let turns = 0;
-  let toolCalls = 0;
-  let toolCallsDropped = 0;
-  let toolErrors = 0;
-  let finishCalls = 0;
-  let promptTokens = 0;
-  let completionTokens = 0;
-  let endReason: EndReason | undefined;
-  let answer: AgentAnswer | null = null;
-  let answerError: string | undefined;
-  let stepping = false;
+/** An episode's record: the conversation, the counts and, once it has ended, why and with which answer. */
+class EpisodeRecord {
+  readonly trajectory: ChatMessage[];
+  readonly stats = new EpisodeStats();
+  endReason: EndReason | undefined;
+  private answer: AgentAnswer | null = null;
+  private answerError: string | undefined;
 
-  function end(reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>): StepResult {
-    endReason = reason;
-    if (parsed?.ok) answer = parsed.answer;
-    else if (parsed) answerError = parsed.error;
-    toolCallsPerTurn.push(0);
+  constructor(initialMessages: readonly ChatMessage[]) {
+    this.trajectory = [...initialMessages];
+  }
+
+  /** Ends the episode with the turn just taken, whose calls do not run. */
+  end(reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>): StepResult {
+    this.endReason = reason;
+    if (parsed?.ok) this.answer = parsed.answer;
+    else if (parsed) this.answerError = parsed.error;
+    this.stats.recordFinalTurn();
     return { observations: [], done: true, endReason: reason };
   }
 
-  async function runCall(call: PendingCall): Promise<{ message: ChatMessage; failed: boolean }> {
-    const name = call.name === '' ? undefined : call.name;
-    const reply = (content: string, failed: boolean) => ({
-      message: toolObservationMessage({ toolCallId: call.id, ...(name === undefined ? {} : { name }), content }),
-      failed,
-    });
-    if (call.malformed !== undefined) return reply(errorObservation(call.malformed), true);
-    if (call.name === LOCALIZATION_FINISH_TOOL_NAME || !offered.has(call.name)) {
-      return reply(errorObservation(`unknown tool ${JSON.stringify(call.name)}; available tools: ${availableList}`), true);
-    }
-    try {
-      const result = await runner(root, call.name, call.arguments, sandbox);
-      return reply(formatObservation(result), result.status === 'error');
-    } catch (error) {
-      // runTool never throws; a wrapped runner might, and one broken call must not lose the turn.
-      return reply(errorObservation(`the tool failed: ${error instanceof Error ? error.message : String(error)}`), true);
-    }
+  result(instanceId: string, answerFormat: AnswerFormat, endReason: EndReason): EpisodeResult {
+    return {
+      instanceId,
+      answerFormat,
+      answer: this.answer,
+      answerValid: this.answer !== null,
+      ...(this.answerError === undefined ? {} : { answerError: this.answerError }),
+      ...this.stats.counts(),
+      endReason,
+      trajectory: [...this.trajectory],
+    };
   }
+}
 
-  function pendingCalls(reply: AssistantTurn, visible: string, turn: number): { content: string; calls: PendingCall[] } {
-    const generatedId = (index: number) => `call_${turn}_${index}`;
-    if (reply.toolCalls !== undefined) {
-      const calls = reply.toolCalls.map((call, index) => ({
-        id: typeof call.id === 'string' && call.id !== '' ? call.id : generatedId(index),
-        name: typeof call.name === 'string' ? call.name.trim() : '',
-        arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
-      }));
-      return { content: visible.trim(), calls };
+export function createEpisode(options: CreateEpisodeOptions): Episode {
+  const { instance, answerFormat, limits, root, tools, toolContext, initialMessages } = setUpEpisode(options);
+  const readAnswer = ANSWER_READERS[answerFormat];
+
+  const record = new EpisodeRecord(initialMessages);
+  const { trajectory, stats } = record;
+  const end = (reason: EndReason, parsed?: ParsedAnswer<AgentAnswer>) => record.end(reason, parsed);
+  let stepping = false;
+
+  async function takeTurn(reply: AssistantTurn): Promise<StepResult> {
+    const turn = stats.startTurn(reply.usage);
+    const { content, calls, assistant } = readAssistantTurn(reply, turn);
+    trajectory.push(assistant);
+
+    const truncated = reply.finishReason === 'length';
+    const budgetSpent = truncated || (limits.maxCompletionTokens !== undefined && stats.completionTokens >= limits.maxCompletionTokens);
+    const answered = readAnswer({ content, calls, truncated }, root);
+    stats.addFinishCalls(answered.finishCalls);
+    if (answered.end) return end(answered.end.reason, answered.end.parsed);
+    if (budgetSpent) return end('budget');
+    if (calls.length === 0) return end('no_tool_call');
+    if (turn >= limits.maxTurns) return end('turn_limit');
+
+    const ran = await runToolTurn(calls, toolContext);
+    const observations = ran.observations;
+    if (turn === limits.maxTurns - 1) {
+      observations.push({ role: 'user', content: lastTurnReminder(answerFormat, turn, limits.maxTurns) });
     }
-    const parsed = extractToolCalls(visible);
-    const calls = parsed.toolCalls.map((call, index): PendingCall =>
-      call.kind === 'call'
-        ? { id: generatedId(index), name: call.name, arguments: call.arguments }
-        : { id: generatedId(index), name: call.name ?? '', arguments: call.raw, malformed: call.error },
-    );
-    return { content: parsed.rest.trim(), calls };
+    stats.recordToolTurn(ran.executed, ran.dropped, ran.failed);
+    trajectory.push(...observations);
+    return { observations, done: false };
   }
 
   async function step(reply: AssistantTurn): Promise<StepResult> {
-    if (endReason !== undefined) throw new Error(`step(): the episode of ${instance.instanceId} is already done (${endReason})`);
+    if (record.endReason !== undefined)
+      throw new Error(`step(): the episode of ${instance.instanceId} is already done (${record.endReason})`);
     if (stepping) throw new Error(`step(): the previous step of ${instance.instanceId} is still running`);
     if (reply === null || typeof reply !== 'object' || typeof reply.text !== 'string') {
       throw new TypeError('step(): reply must be an object with a string `text`');
     }
     stepping = true;
     try {
-      turns += 1;
-      const turn = turns;
-      if (reply.usage) {
-        promptTokens += checkedTokens(reply.usage.promptTokens, 'promptTokens');
-        completionTokens += checkedTokens(reply.usage.completionTokens, 'completionTokens');
-      }
-      const thinking = splitThinking(reply.text);
-      const { content, calls } = pendingCalls(reply, thinking.rest, turn);
-      const reasoning = [reply.reasoning?.trim(), thinking.reasoning].filter((r): r is string => !!r).join('\n\n');
-      const wireCalls: WireToolCall[] = calls.map((c) => ({
-        id: c.id,
-        type: 'function',
-        function: { name: c.name, arguments: c.arguments },
-      }));
-      const assistant: AssistantMessage = {
-        role: 'assistant',
-        content,
-        ...(reasoning === '' ? {} : { reasoning_content: reasoning }),
-        ...(wireCalls.length === 0 ? {} : { tool_calls: wireCalls }),
-      };
-      trajectory.push(assistant);
-
-      const truncated = reply.finishReason === 'length';
-      const budgetSpent = truncated || (limits.maxCompletionTokens !== undefined && completionTokens >= limits.maxCompletionTokens);
-
-      if (answerFormat === 'codegrep') {
-        const block = findAnswerBlock(content);
-        if (block.kind === 'complete') {
-          const parsed = parseCodeGrepAnswer(block.body, root);
-          return end(parsed.ok ? 'answer' : 'invalid_answer', parsed);
-        }
-        if (block.kind === 'unterminated') {
-          if (truncated) return end('budget');
-          return end('invalid_answer', { ok: false, error: 'the <answer> block has no closing </answer>' });
-        }
-      } else {
-        const finishes = calls.filter((c) => c.name === LOCALIZATION_FINISH_TOOL_NAME);
-        if (finishes.length > 0) {
-          finishCalls += finishes.length;
-          if (finishes.length > 1) {
-            return end('invalid_answer', {
-              ok: false,
-              error: `${LOCALIZATION_FINISH_TOOL_NAME} was called ${finishes.length} times; it must be called exactly once`,
-            });
-          }
-          const finish = finishes[0]!;
-          if (finish.malformed !== undefined) {
-            if (truncated) return end('budget');
-            return end('invalid_answer', { ok: false, error: finish.malformed });
-          }
-          const parsed = parseLocalizationFinish(finish.arguments, root);
-          return end(parsed.ok ? 'answer' : 'invalid_answer', parsed);
-        }
-      }
-      if (budgetSpent) return end('budget');
-      if (calls.length === 0) return end('no_tool_call');
-      if (turn >= limits.maxTurns) return end('turn_limit');
-
-      const executed = calls.slice(0, limits.maxToolCallsPerTurn);
-      const dropped = calls.slice(limits.maxToolCallsPerTurn);
-      const outcomes = await Promise.all(executed.map(runCall));
-      const observations: ChatMessage[] = outcomes.map((o) => o.message);
-      dropped.forEach((call, k) => {
-        const position = limits.maxToolCallsPerTurn + k + 1;
-        observations.push(
-          toolObservationMessage({
-            toolCallId: call.id,
-            ...(call.name === '' ? {} : { name: call.name }),
-            content: droppedCallNotice(position, calls.length, limits.maxToolCallsPerTurn),
-          }),
-        );
-      });
-      if (turn === limits.maxTurns - 1) {
-        observations.push({ role: 'user', content: lastTurnReminder(answerFormat, turn, limits.maxTurns) });
-      }
-      toolCalls += executed.length;
-      toolCallsDropped += dropped.length;
-      toolErrors += outcomes.filter((o) => o.failed).length;
-      toolCallsPerTurn.push(executed.length);
-      trajectory.push(...observations);
-      return { observations, done: false };
+      return await takeTurn(reply);
     } finally {
       stepping = false;
     }
   }
 
   function result(): EpisodeResult {
-    if (endReason === undefined)
-      throw new Error(`result(): the episode of ${instance.instanceId} is not done (turn ${turns} of ${limits.maxTurns})`);
-    return {
-      instanceId: instance.instanceId,
-      answerFormat,
-      answer,
-      answerValid: answer !== null,
-      ...(answerError === undefined ? {} : { answerError }),
-      turns,
-      toolCalls,
-      toolCallsPerTurn: [...toolCallsPerTurn],
-      toolCallsDropped,
-      toolErrors,
-      finishCalls,
-      promptTokens,
-      completionTokens,
-      endReason,
-      trajectory: [...trajectory],
-    };
+    if (record.endReason === undefined)
+      throw new Error(`result(): the episode of ${instance.instanceId} is not done (turn ${stats.turns} of ${limits.maxTurns})`);
+    return record.result(instance.instanceId, answerFormat, record.endReason);
   }
 
   return {
@@ -361,10 +256,10 @@ export function createEpisode(options: CreateEpisodeOptions): Episode {
       return [...trajectory];
     },
     get turn() {
-      return turns;
+      return stats.turns;
     },
     get done() {
-      return endReason !== undefined;
+      return record.endReason !== undefined;
     },
     step,
     result,

@@ -3,7 +3,7 @@
  * has finished, in call order; other keys run alongside. Each user makes its own (`createKeyedLock()`), so
  * two users' keys never wait on each other:
  *  - the downstream editor keys it by a file's absolute path, so concurrent edits of one file apply one after
- *    another, each on the text the previous one left, and none is silently lost (lib/downstream/editor.ts);
+ *    another, each on the text the previous one left, and none is silently lost (lib/downstream/agents/editor.ts);
  *  - the repository lock keys it by the lock file, the in-process half of lib/worktrees/repo-lock.ts.
  */
 export interface KeyedLock {

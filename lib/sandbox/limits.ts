@@ -81,7 +81,7 @@ export function sandboxMemoryBudgetBytes(
 }
 
 /**
- * The downstream agent's file editor (lib/downstream/editor.ts). Project choices: a SWE-bench fix touches a
+ * The downstream agent's file editor (lib/downstream/agents/editor.ts). Project choices: a SWE-bench fix touches a
  * few files of a few KiB (CodeGrep §4.1), so these bounds are far above any honest edit and far below what
  * fills a disk, a patch or a context window.
  */

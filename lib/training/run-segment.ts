@@ -5,13 +5,13 @@ import type { TrainSegmentResult } from '../../schemas/training/activity-io';
 import type { TrainSegmentInputSchema } from '../../schemas/training/activity-io';
 import type { z } from 'zod';
 import { newestCheckpoint } from './checkpoints';
-import { listSegments, segmentDir, segmentMetricsPath, trainingLayout } from './layout';
+import { listSegments, segmentDir, trainingLayout } from './layout';
 import { initialSegmentState } from './trainer-events';
 import { reapStaleTrainer } from './trainer-pid-file';
 import { runTrainer, TrainerStartError, type TrainerRun } from './run-trainer';
 import { segmentResult, segmentStoppedBy, trainerFailure, trainingNodeProblem, type SegmentResultFields } from './segment-outcome';
-import { writeSegmentMetrics } from './segment-metrics';
 import { setUpSegment } from './segment-setup';
+import { localSegmentStorage, storeSegmentStorage, type SegmentStorage } from './segment-storage';
 import { segmentTrainerStarts } from './trainer-starts';
 import type { SegmentProgress } from './segment-progress';
 import { trainerArgs } from './trainer-config';
@@ -64,38 +64,32 @@ export interface SegmentContext {
   log: SegmentLog;
 }
 
+type Where = { segment: number; attempt: number; targetStep: number; totalSteps: number };
+
 /**
- * One training segment on this node (docs/design.md "Training", "Temporal conventions"): resumes from the newest complete checkpoint (after
- * stopping a trainer an earlier attempt left running), serves the environment on loopback, runs the trainer
- * until `targetStep`, and writes the segment's steps once each to `training/metrics/segment-<k>.parquet`.
- *
- * With a run store (README "Deployment: several machines") the node works in its own run dir (CODEGREP_DATA_DIR/<runId>), makes the
- * samples' worktrees itself, pulls the store's newest checkpoint and this segment's earlier logs first, pushes
- * each checkpoint as the trainer reports it, and the result names the store's copies.
- *
- * Errors: SegmentConfigError, NoTrainableSamplesError, TrainerProtocolError, TrainerExitError,
- * TrainerUnkillableError, SegmentCancelledError; the activity maps them to Temporal failures.
+ * Readies this node for the segment: opens its storage (the shared disk, or the run store), stops a trainer an
+ * earlier attempt left running, checks the node can train, and pulls the run's state when it lives in the store.
  */
-export async function runTrainingSegment(parsed: SegmentInput, context: SegmentContext): Promise<TrainSegmentResult> {
-  const { log, progress } = context;
-  const mirror = parsed.store
-    ? await storeSync.openSegmentMirror({
-        store: parsed.store.uri,
+async function prepareSegment(parsed: SegmentInput, context: SegmentContext) {
+  const { log } = context;
+  const storage = parsed.store
+    ? await storeSegmentStorage({
+        store: parsed.store,
         runId: parsed.runId,
+        runDir: parsed.runDir,
         segment: parsed.segment,
         attempt: context.attempt,
         startedAt: context.startedAt,
         keepCheckpoints: parsed.training.keepCheckpoints,
-        localRunDir: storeSync.nodeRunDir(parsed.runDir, parsed.runId),
         onPushError: (error) => log.warn('training: a push to the store failed (the next one retries)', { error: String(error) }),
       })
-    : null;
-  const input = mirror ? { ...parsed, runDir: mirror.localRunDir } : parsed;
+    : localSegmentStorage(parsed.runDir);
+  const input = { ...parsed, runDir: storage.runDir };
   const t = input.training;
   const layout = trainingLayout(input.runDir);
   await mkdir(segmentDir(input.runDir, input.segment), { recursive: true });
   await mkdir(layout.trainerOutput, { recursive: true });
-  const where = { segment: input.segment, attempt: context.attempt, targetStep: input.targetStep, totalSteps: input.totalSteps };
+  const where: Where = { segment: input.segment, attempt: context.attempt, targetStep: input.targetStep, totalSteps: input.totalSteps };
 
   const reaped = await reapStaleTrainer(layout.pidFile, t.stopGraceMs);
   if (reaped.action === 'terminated' || reaped.action === 'killed') {
@@ -105,69 +99,59 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
     log.warn('training: a trainer of another host may still run on this run directory', { ...where, stale: reaped.found });
   const problem = trainingNodeProblem(t);
   if (problem) throw new SegmentConfigError(problem);
-  if (mirror) log.info('training: pulled from the store', { ...where, ...(await mirror.pull()), runDir: input.runDir });
+  const pulled = await storage.pull();
+  if (pulled) log.info('training: pulled from the store', { ...where, ...pulled, runDir: input.runDir });
+  return { storage, input, layout, where };
+}
 
-  const before = newestCheckpoint(input.runDir);
+/** Turns a trainer's end that is not a success into the segment's error (see runTrainingSegment's list). */
+async function throwIfTrainerFailed(
+  run: TrainerRun,
+  where: Where,
+  paths: { pidFile: string; stderr: string },
+  context: SegmentContext,
+): Promise<void> {
+  const { segment } = where;
+  if (run.unkillable) {
+    const { pid, description } = run.unkillable;
+    context.log.error('training: the trainer did not exit after SIGKILL; giving up on it', { ...where, pid, description });
+    throw new TrainerUnkillableError(
+      `the trainer of segment ${segment} (pid ${pid}) did not exit after SIGTERM and SIGKILL (${description}); ` +
+        `this attempt releases its slot. The process may keep the accelerator until the node is rebooted; ` +
+        `its record stays in ${paths.pidFile} so the next attempt on this node tries to stop it again.`,
+    );
+  }
+  if (run.protocolError) throw run.protocolError;
+  if (run.exit.code !== 0) {
+    if (context.cancellation.aborted) throw new SegmentCancelledError(`the trainer of segment ${segment} was stopped by a cancellation`);
+    const failure = await trainerFailure(run, segment, paths.stderr);
+    throw new TrainerExitError(failure.message, failure.permanent);
+  }
+}
+
+/** Runs the trainer against the segment's environment server until it exits; the server is closed after. */
+async function launchTrainer(options: {
+  input: SegmentInput;
+  context: SegmentContext;
+  storage: SegmentStorage;
+  setup: Awaited<ReturnType<typeof setUpSegment>>;
+  before: ReturnType<typeof newestCheckpoint>;
+  where: Where;
+  pidFile: string;
+}): Promise<TrainerRun> {
+  const { input, context, storage, before, where } = options;
+  const { log, progress } = context;
+  const { loaded, server, files, attempt: fileAttempt } = options.setup;
+  const t = input.training;
   const resumedFrom = before?.step ?? 0;
-  type Outcome = Omit<SegmentResultFields, 'segment' | 'resumedFrom' | 'attempt' | 'startedAt'>;
-  const result = (o: Outcome) =>
-    segmentResult({ ...o, segment: input.segment, resumedFrom, attempt: context.attempt, startedAt: context.startedAt });
-  // With a store the result names the store's copies: the checkpoint's URI and the published metrics.
-  const checkpointOf = (found: { step: number; path: string } | null) => mirror?.checkpointUri(found?.step ?? null) ?? found?.path ?? null;
-  const segmentMetrics = async (upTo: number) => {
-    const written = await writeSegmentMetrics(input, upTo);
-    if (!mirror) return written;
-    await mirror.flush();
-    return { ref: await mirror.publishSegmentMetrics(segmentMetricsPath(input.runDir, input.segment)), rows: written.rows };
-  };
-  if (resumedFrom >= input.targetStep) {
-    // A previous attempt got there (its result was lost with its worker): nothing to train.
-    const { ref, rows } = await segmentMetrics(resumedFrom);
-    log.info('training: segment already done by an earlier attempt', { ...where, checkpointStep: resumedFrom });
-    // The earlier attempt's trainer said what it ran (model size, device) in its start line; report that rather
-    // than nothing, so a run whose last activity result was lost reports the same as one that was not.
-    const earlier = segmentTrainerStarts(input.runDir, input.segment).at(-1);
-    const trainer = { parameters: earlier?.parameters ?? null, device: earlier?.device ?? null };
-    return result({
-      step: resumedFrom,
-      checkpoint: checkpointOf(before),
-      stoppedBy: 'already-done',
-      metrics: ref,
-      rows,
-      instances: 0,
-      skipped: 0,
-      ...trainer,
-    });
-  }
-
-  // With a store, the samples' worktrees are this node's own, made from the run's repoSource.
-  const worktrees =
-    mirror && parsed.store
-      ? await storeSync.materializeSampleWorktrees(input.samples.uri, {
-          repoSource: parsed.store.repoSource,
-          dataDir: storeSync.nodeDataDir() ?? path.dirname(input.runDir),
-          signal: context.cancellation,
-        })
-      : null;
-  if (worktrees && worktrees.failed.length > 0) {
-    log.warn(`training: ${worktrees.failed.length} worktrees could not be made on this node`, { first: worktrees.failed.slice(0, 3) });
-  }
-  const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
-  const setupInput = { ...input, samplesUri: input.samples.uri, ...(worktrees ? { worktreePath: worktrees.worktreePath } : {}) };
-  const { loaded, environment, server, files, attempt: fileAttempt } = await setUpSegment(setupInput, onServerError);
-  if (loaded.skipped.length > 0)
-    log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
-  if (t.smokeRun) log.warn('training: SMOKE RUN — a plumbing check, not a real training run; its metrics mean nothing', where);
-
-  let run: TrainerRun;
   try {
-    run = await runTrainer({
+    return await runTrainer({
       python: t.python,
       args: trainerArgs(t, files.config),
       cwd: context.projectRoot,
       env: { ...process.env, PYTHONUNBUFFERED: '1' },
       files,
-      pidFile: layout.pidFile,
+      pidFile: options.pidFile,
       segment: input.segment,
       attempt: fileAttempt,
       targetStep: input.targetStep,
@@ -189,7 +173,7 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
       },
       onEvent: (outcome) => {
         progress.report(outcome.state, outcome.progress);
-        mirror?.notify(); // a step line covers its checkpoint: the checkpoint's marker may go up now
+        storage.stepReported();
       },
       // Runs from a timer, possibly started by the cancellation outside the activity's async context: `log` must be
       // the logger captured while the activity was live (activities/training.ts), never a context lookup.
@@ -202,14 +186,79 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
   } finally {
     await server.close();
   }
-  const { exit, state } = run;
-  // The last logs and checkpoint reach the store whatever the exit; a failed attempt's own error wins over the store's.
-  if (mirror) {
-    await mirror.flush().catch((error: unknown) => {
-      if (exit.code === 0 && !run.protocolError) throw error;
-      log.warn('training: the last push to the store failed', { ...where, error: String(error) });
+}
+
+/** Loads the segment's samples (on this node's own worktrees with a store) and serves their environment on loopback. */
+async function serveEnvironment(input: SegmentInput, storage: SegmentStorage, context: SegmentContext, where: Where) {
+  const { log } = context;
+  // With a store, the samples' worktrees are this node's own, made from the run's repoSource.
+  const worktrees = await storage.sampleWorktrees(input.samples.uri, context.cancellation);
+  if (worktrees && worktrees.failed.length > 0) {
+    log.warn(`training: ${worktrees.failed.length} worktrees could not be made on this node`, { first: worktrees.failed.slice(0, 3) });
+  }
+  const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
+  const setupInput = { ...input, samplesUri: input.samples.uri, ...(worktrees ? { worktreePath: worktrees.worktreePath } : {}) };
+  const setup = await setUpSegment(setupInput, onServerError);
+  const { loaded } = setup;
+  if (loaded.skipped.length > 0)
+    log.warn(`training: ${loaded.skipped.length} samples cannot be trained on`, { first: loaded.skipped.slice(0, 5) });
+  if (input.training.smokeRun) log.warn('training: SMOKE RUN — a plumbing check, not a real training run; its metrics mean nothing', where);
+  return setup;
+}
+
+/**
+ * One training segment on this node (docs/design.md "Training", "Temporal conventions"): resumes from the newest complete checkpoint (after
+ * stopping a trainer an earlier attempt left running), serves the environment on loopback, runs the trainer
+ * until `targetStep`, and writes the segment's steps once each to `training/metrics/segment-<k>.parquet`.
+ *
+ * Where the run's state lives, the shared disk or the run store (README "Deployment: several machines"), is the
+ * SegmentStorage's business (segment-storage.ts): with a store the node works in its own run dir, makes the
+ * samples' worktrees itself, pulls before and pushes as it goes, and the result names the store's copies.
+ *
+ * Errors: SegmentConfigError, NoTrainableSamplesError, TrainerProtocolError, TrainerExitError,
+ * TrainerUnkillableError, SegmentCancelledError; the activity maps them to Temporal failures.
+ */
+export async function runTrainingSegment(parsed: SegmentInput, context: SegmentContext): Promise<TrainSegmentResult> {
+  const { log, progress } = context;
+  const { storage, input, layout, where } = await prepareSegment(parsed, context);
+
+  const before = newestCheckpoint(input.runDir);
+  const resumedFrom = before?.step ?? 0;
+  type Outcome = Omit<SegmentResultFields, 'segment' | 'resumedFrom' | 'attempt' | 'startedAt'>;
+  const result = (o: Outcome) =>
+    segmentResult({ ...o, segment: input.segment, resumedFrom, attempt: context.attempt, startedAt: context.startedAt });
+  // With a store the result names the store's copies: the checkpoint's URI and the published metrics.
+  const segmentMetrics = (upTo: number) => storage.segmentMetrics(input, upTo);
+  if (resumedFrom >= input.targetStep) {
+    // A previous attempt got there (its result was lost with its worker): nothing to train.
+    const { ref, rows } = await segmentMetrics(resumedFrom);
+    log.info('training: segment already done by an earlier attempt', { ...where, checkpointStep: resumedFrom });
+    // The earlier attempt's trainer said what it ran (model size, device) in its start line; report that rather
+    // than nothing, so a run whose last activity result was lost reports the same as one that was not.
+    const earlier = segmentTrainerStarts(input.runDir, input.segment).at(-1);
+    const trainer = { parameters: earlier?.parameters ?? null, device: earlier?.device ?? null };
+    return result({
+      step: resumedFrom,
+      checkpoint: storage.checkpointRef(before),
+      stoppedBy: 'already-done',
+      metrics: ref,
+      rows,
+      instances: 0,
+      skipped: 0,
+      ...trainer,
     });
   }
+
+  const setup = await serveEnvironment(input, storage, context, where);
+  const { loaded, environment, files } = setup;
+
+  const run = await launchTrainer({ input, context, storage, setup, before, where, pidFile: layout.pidFile });
+  const { exit, state } = run;
+  // The last logs and checkpoint reach the store whatever the exit; a failed attempt's own error wins over the store's.
+  await storage.finish().catch((error: unknown) => {
+    if (exit.code === 0 && !run.protocolError) throw error;
+    log.warn('training: the last push to the store failed', { ...where, error: String(error) });
+  });
   const stats = environment.stats();
   log.info('training: trainer exited', {
     ...where,
@@ -220,22 +269,7 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
     open: stats.open,
   });
 
-  if (run.unkillable) {
-    const { pid, description } = run.unkillable;
-    log.error('training: the trainer did not exit after SIGKILL; giving up on it', { ...where, pid, description });
-    throw new TrainerUnkillableError(
-      `the trainer of segment ${input.segment} (pid ${pid}) did not exit after SIGTERM and SIGKILL (${description}); ` +
-        `this attempt releases its slot. The process may keep the accelerator until the node is rebooted; ` +
-        `its record stays in ${layout.pidFile} so the next attempt on this node tries to stop it again.`,
-    );
-  }
-  if (run.protocolError) throw run.protocolError;
-  if (exit.code !== 0) {
-    if (context.cancellation.aborted)
-      throw new SegmentCancelledError(`the trainer of segment ${input.segment} was stopped by a cancellation`);
-    const failure = await trainerFailure(run, input.segment, files.stderr);
-    throw new TrainerExitError(failure.message, failure.permanent);
-  }
+  await throwIfTrainerFailed(run, where, { pidFile: layout.pidFile, stderr: files.stderr }, context);
 
   const after = newestCheckpoint(input.runDir);
   const reached = after?.step ?? 0;
@@ -254,7 +288,14 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
     parameters: state.parameters,
     device: state.device,
   };
-  return result({ step: reached, checkpoint: checkpointOf(after), stoppedBy: segmentStoppedBy(run), metrics: ref, rows, ...counts });
+  return result({
+    step: reached,
+    checkpoint: storage.checkpointRef(after),
+    stoppedBy: segmentStoppedBy(run),
+    metrics: ref,
+    rows,
+    ...counts,
+  });
 }
 
 /** What a training run left (on this node's disk, or in the run store): where a new workflow continues from. */

@@ -121,7 +121,7 @@ export const OpenHandsAgentConfigSchema = z.object({
   kind: z.literal('openhands'),
   /**
    * The OpenHands command; placeholders {instance_id} {prompt_file} {instance_file} {workdir} {output_dir}
-   * {repo} {base_commit} (lib/downstream/openhands-adapter.ts).
+   * {repo} {base_commit} (lib/downstream/agents/openhands-adapter.ts).
    */
   command: CommandTemplateSchema,
   timeoutMs: z.number().int().min(1_000),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// The built-in agent's tool arguments (SWE-agent / OpenHands `str_replace_editor`, and `submit`); lib/downstream/editor.ts runs them.
+// The built-in agent's tool arguments (SWE-agent / OpenHands `str_replace_editor`, and `submit`); lib/downstream/agents/editor.ts runs them.
 
 export const EDITOR_TOOL_NAME = 'str_replace_editor';
 export const SUBMIT_TOOL_NAME = 'submit';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { InjectionSourceSchema } from './injection';
 import { DownstreamInstanceSchema } from './instance';
 
-// `downstream/plans/<hash>.json`: what the stage will run, written once per (config, inputs) by lib/downstream/plan.ts.
+// `downstream/plans/<hash>.json`: what the stage will run, written once per (config, inputs) by lib/downstream/plan/plan.ts.
 
 export const DOWNSTREAM_PLAN_SCHEMA_NAME = 'downstream.plan';
 export const DOWNSTREAM_PLAN_SCHEMA_VERSION = 1;
@@ -36,7 +36,7 @@ export type PlannedConfiguration = z.infer<typeof PlannedConfigurationSchema>;
 export const PlannedPairSchema = z.object({
   configuration: z.string(),
   instanceId: z.string(),
-  /** Config hash of this run: what makes a finished record reusable (see lib/downstream/run-identity.ts). */
+  /** Config hash of this run: what makes a finished record reusable (see lib/downstream/runs/run-identity.ts). */
   runHash: z.string(),
   /** The run record's path. */
   recordPath: z.string(),

@@ -18,7 +18,7 @@ export const DownstreamActionSchema = z.object({
 });
 export type DownstreamAction = z.infer<typeof DownstreamActionSchema>;
 
-/** A file the agent changed that is not in the recorded patch, and why (lib/downstream/workspace-patch.ts). */
+/** A file the agent changed that is not in the recorded patch, and why (lib/downstream/runs/workspace-patch.ts). */
 export const PatchDroppedFileSchema = z.object({
   /** Relative to the checkout's root. */
   path: z.string(),

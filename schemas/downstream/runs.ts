@@ -37,7 +37,7 @@ export const downstreamRunColumns = columns({
 });
 export const DownstreamRunRowSchema = downstreamRunColumns.zod;
 export type DownstreamRunRow = z.infer<typeof DownstreamRunRowSchema>;
-/** The served-policy columns of a row, set from the plan's configuration (lib/downstream/run-pair.ts). */
+/** The served-policy columns of a row, set from the plan's configuration (lib/downstream/runs/run-pair.ts). */
 export type DownstreamRunPolicyColumns = Pick<DownstreamRunRow, 'servedModel' | 'baseModel' | 'checkpointStep' | 'adapterSha256'>;
 /** A row as one run's agent and harness produce it, before the configuration's policy columns are added. */
 export type DownstreamRunOutcomeRow = Omit<DownstreamRunRow, keyof DownstreamRunPolicyColumns>;

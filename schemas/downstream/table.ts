@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// `downstream/table.json`: CodeGrep Table 3 per configuration, pooled and paired against the baseline (lib/downstream/metrics.ts).
+// `downstream/table.json`: CodeGrep Table 3 per configuration, pooled and paired against the baseline (lib/downstream/report/metrics.ts).
 
 export const DOWNSTREAM_TABLE_SCHEMA_NAME = 'downstream.table';
 export const DOWNSTREAM_TABLE_SCHEMA_VERSION = 1;

@@ -3,8 +3,8 @@ import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createEditor, EDITOR_LIMITS, runEditor } from '../../lib/downstream/editor';
-import { collectWorkspacePatch, MAX_PATCH_BYTES, workspacePatch } from '../../lib/downstream/workspace-patch';
+import { createEditor, EDITOR_LIMITS, runEditor } from '../../lib/downstream/agents/editor';
+import { collectWorkspacePatch, MAX_PATCH_BYTES, workspacePatch } from '../../lib/downstream/runs/workspace-patch';
 import { recordAttack } from './attack-log';
 
 /**

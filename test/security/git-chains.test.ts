@@ -3,8 +3,8 @@ import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runEditor } from '../../lib/downstream/editor';
-import { workspacePatch } from '../../lib/downstream/workspace-patch';
+import { runEditor } from '../../lib/downstream/agents/editor';
+import { workspacePatch } from '../../lib/downstream/runs/workspace-patch';
 import { hardenedGitArgs, hardenedGitEnv } from '../../lib/worktrees/git';
 import { recordAttack } from './attack-log';
 

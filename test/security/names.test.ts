@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runEditor } from '../../lib/downstream/editor';
+import { runEditor } from '../../lib/downstream/agents/editor';
 import { runTool } from '../../lib/sandbox/run-tool';
 import { makeSandboxFixture, type SandboxFixture } from '../fixtures/sandbox/fixture';
 import { recordAttack } from './attack-log';

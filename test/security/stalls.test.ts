@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runEditor } from '../../lib/downstream/editor';
+import { runEditor } from '../../lib/downstream/agents/editor';
 import { compileGlob } from '../../lib/sandbox/glob-match';
 import { terminal } from '../../lib/sandbox/terminal';
 import { expandGlobWord } from '../../lib/sandbox/terminal-expand';

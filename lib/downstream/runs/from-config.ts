@@ -1,0 +1,55 @@
+import type { DownstreamAgentConfig, DownstreamHarnessConfig } from '../../../schemas/downstream/config';
+import type { DownstreamAgent } from '../agents/agent';
+import { createBuiltinAgent } from '../agents/builtin-agent';
+import type { Harness } from '../harness/harness';
+import { createLocalHarness } from '../harness/local-harness';
+import { createOpenHandsAdapter } from '../agents/openhands-adapter';
+import type { RunWorktreeFactory } from './run-worktree';
+import { createSweBenchHarness } from '../harness/swebench-adapter';
+
+/** The agent the `downstream.agent` section describes; the API key is read from the environment here, never from config. */
+export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent {
+  if (config.kind === 'builtin') {
+    const apiKey = process.env[config.apiKeyEnv];
+    return createBuiltinAgent({
+      endpoint: { baseUrl: config.baseUrl, model: config.model, ...(apiKey ? { apiKey } : {}) },
+      maxRounds: config.maxRounds,
+      temperature: config.temperature,
+      ...(config.maxTokensPerCall === undefined ? {} : { maxTokensPerCall: config.maxTokensPerCall }),
+      retry: { maxAttempts: config.maxAttempts, timeoutMs: config.callTimeoutMs },
+      sandbox: { isolation: config.sandbox?.isolation ?? 'namespace' },
+      // The editor's writes run in the same sandbox as the terminal's programs, under the same switch.
+      editor: { isolation: config.sandbox?.isolation ?? 'namespace' },
+    });
+  }
+  return createOpenHandsAdapter({
+    command: config.command,
+    timeoutMs: config.timeoutMs,
+    ...(config.outputFile ? { outputFile: config.outputFile } : {}),
+    ...(config.env ? { env: config.env } : {}),
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+  });
+}
+
+/**
+ * The harness the `downstream.harness` section describes. The local harness checks patches out through
+ * `worktrees`; the SWE-bench one writes its predictions and reports under `swebenchDir`.
+ */
+export function harnessFromConfig(config: DownstreamHarnessConfig, worktrees: RunWorktreeFactory, swebenchDir: string): Harness {
+  if (config.kind === 'local') {
+    return createLocalHarness({
+      worktrees,
+      interpreter: config.interpreter,
+      testRunner: config.testRunner,
+      timeoutMs: config.timeoutMs,
+      ...(config.env ? { env: config.env } : {}),
+    });
+  }
+  return createSweBenchHarness({
+    command: config.command,
+    workDir: swebenchDir,
+    timeoutMs: config.timeoutMs,
+    ...(config.modelName ? { modelName: config.modelName } : {}),
+    ...(config.env ? { env: config.env } : {}),
+  });
+}
