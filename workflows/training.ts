@@ -17,7 +17,7 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import { effectiveAlgorithm } from '../lib/recipes';
 import type { ArtifactRef } from '../schemas/artifact-ref';
@@ -67,7 +67,7 @@ export type TrainingInput = PipelineConfigInput & {
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
   const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore, splitValidation, recordValidation } =
-    proxyActivities<typeof activities>(activityOptions('short'));
+    proxyActivities<Activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const t = config.training;
   if (!t) {
@@ -79,7 +79,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     });
   }
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
-  const { trainSegment } = proxyActivities<typeof activities>({
+  const { trainSegment } = proxyActivities<Activities>({
     ...activityOptions('training', overrides),
     taskQueue: t.gpuTaskQueue,
     // A cancelled segment stops its trainer at a checkpoint and reports the step it reached.
@@ -151,7 +151,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   return run.result(report);
 }
 
-type RunConfig = Awaited<ReturnType<typeof activities.validateConfig>>;
+type RunConfig = Awaited<ReturnType<Activities['validateConfig']>>;
 
 const stepLabel = (step: number) => `step-${String(step).padStart(8, '0')}`;
 
@@ -219,9 +219,9 @@ type SegmentRequest = { segment: number; fromStep: number; targetStep: number; t
 
 /** A fresh workflow starts where the run directory's newest checkpoint is (a run continued by a new workflow). */
 async function startingPoint(
-  where: Parameters<typeof activities.inspectTrainingRun>[0],
+  where: Parameters<Activities['inspectTrainingRun']>[0],
   budget: number,
-  inspectTrainingRun: typeof activities.inspectTrainingRun,
+  inspectTrainingRun: Activities['inspectTrainingRun'],
 ): Promise<TrainingCarry> {
   const disk = await inspectTrainingRun(where);
   const state: TrainingCarry = {
@@ -399,7 +399,7 @@ class TrainingRun {
   }
 
   /** The report of the finished run: metrics of every step, the curves, the notes. */
-  async report(writeTrainingReport: typeof activities.writeTrainingReport): Promise<TrainingReportOutput> {
+  async report(writeTrainingReport: Activities['writeTrainingReport']): Promise<TrainingReportOutput> {
     const { state, t, tracker } = this;
     tracker.finish(
       'training',
