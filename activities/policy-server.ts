@@ -29,12 +29,15 @@ export const POLICY_SERVER_READY_SIGNAL = 'policyServerReady';
  * stays good, and signals again. A worker killed outright stops heartbeating: the retry on the next worker
  * reaps the orphan on the same host.
  */
-export function makeServePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir'>): (input: ServePolicyInput) => Promise<void> {
+export function makeServePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>): (input: ServePolicyInput) => Promise<void> {
   return (input) => servePolicy(deps, input);
 }
 
-/** `servePolicy` with the worker's deps: the owner is signalled through `deps.client`; with a store it works in `deps.nodeDataDir`. */
-async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir'>, rawInput: ServePolicyInput): Promise<void> {
+/**
+ * `servePolicy` with the worker's deps: the owner is signalled through `deps.client`; with a store it works in
+ * `deps.nodeDataDir`; the server runs with the environment the worker read at start (`deps.env`: CUDA, caches).
+ */
+async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>, rawInput: ServePolicyInput): Promise<void> {
   const input = ServePolicyInputSchema.parse(rawInput);
   const context = Context.current();
   const beat = () => context.heartbeat(current);
@@ -62,6 +65,7 @@ async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir'>, r
       checkpoint,
       python: input.python,
       projectRoot,
+      env: { ...deps.env },
       backend: input.backend,
       logDir,
       host: input.host,
