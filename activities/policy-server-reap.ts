@@ -2,8 +2,8 @@ import { log } from '@temporalio/activity';
 import * as policyServer from '../lib/policy-server';
 import { runDirOnNode } from '../lib/store-sync';
 import { reapStaleTrainer } from '../lib/training';
-import type { ActivityDeps } from './kit';
 import { ReapPolicyServerInputSchema, type ReapPolicyServerInput, type ReapPolicyServerOutput } from '../schemas/policy-server';
+import type { ActivityDeps } from './kit';
 
 /**
  * Reaps the server of one checkpoint that its serving activity left running (the GPU queue's worker runs it,
