@@ -80,6 +80,21 @@ const CLI_PATTERNS = [
   },
 ];
 
+/**
+ * Activities take what they need from the worker through `createActivities(deps)` (activities/kit/deps.ts): no
+ * `process.env` read inside an activity, no module-level `let` another caller could set.
+ */
+const ACTIVITY_DEPS_SYNTAX = [
+  {
+    selector: "MemberExpression[object.name='process'][property.name='env']",
+    message: 'activities read the environment from their deps (ActivityDeps.env), read once at worker start (ARCHITECTURE.md).',
+  },
+  {
+    selector: "Program > VariableDeclaration[kind='let'], Program > ExportNamedDeclaration > VariableDeclaration[kind='let']",
+    message: 'activities hold no module state: what a worker gives them comes through createActivities(deps) (ARCHITECTURE.md).',
+  },
+];
+
 /** An exported function, or an exported const bound to one: what the worker registers as an activity. */
 const EXPORTED_FUNCTION =
   "ExportNamedDeclaration:matches([declaration.type='FunctionDeclaration'], [declaration.declarations.0.init.type=/FunctionExpression$/])";
@@ -152,22 +167,27 @@ export default defineConfig(
           message: 'activities import only ./kit, ../lib, ../schemas, node: and packages.',
         },
       ]),
-      // One file per activity: a second exported function is a second activity the worker registers.
+      // One file per activity: a second exported function (the activity, or its `make<Name>(deps)` factory) is a
+      // second activity the worker registers.
       'no-restricted-syntax': [
         'error',
         {
           selector: `Program > ${EXPORTED_FUNCTION} ~ ${EXPORTED_FUNCTION}`,
           message: 'one file per activity (ARCHITECTURE.md): move this second activity to its own file, or the helper to lib/.',
         },
+        ...ACTIVITY_DEPS_SYNTAX,
       ],
     },
   },
   {
     files: ['activities/kit/**/*.ts'],
     ignores: tests,
-    rules: restrictImports([
-      { regex: '^\\.\\./(?!\\.\\./)(?!kit(/|$))', message: 'activities/kit is shared by every activity and imports none of them.' },
-    ]),
+    rules: {
+      ...restrictImports([
+        { regex: '^\\.\\./(?!\\.\\./)(?!kit(/|$))', message: 'activities/kit is shared by every activity and imports none of them.' },
+      ]),
+      'no-restricted-syntax': ['error', ...ACTIVITY_DEPS_SYNTAX],
+    },
   },
   {
     files: ['cli/**/*.ts'],

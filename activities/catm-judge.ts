@@ -13,7 +13,7 @@ import {
   type JudgeCandidate,
   type Judgement,
 } from '../schemas/judge';
-import { ProgressReporter, rethrowLlmFailure } from './kit';
+import { ProgressReporter, rethrowLlmFailure, type ActivityDeps } from './kit';
 
 const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
   relevant: c.relevant,
@@ -28,7 +28,12 @@ const verdictCounts = (c: JudgeRunCounts | JudgeCounts) => ({
  * known; a retried attempt reads the shards and asks only for what is missing, so a killed worker or server
  * resumes without repeating or losing a judgement. The Parquet artifact is written from the shards at the end.
  */
-export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
+export function makeJudge(deps: Pick<ActivityDeps, 'env'>): (input: JudgeInput) => Promise<JudgeOutput> {
+  return (input) => judge(deps, input);
+}
+
+/** `judge` with the worker's deps: the endpoint's API key is `deps.env[judge.apiKeyEnv]`. */
+async function judge(deps: Pick<ActivityDeps, 'env'>, rawInput: JudgeInput): Promise<JudgeOutput> {
   const input = JudgeInputSchema.parse(rawInput);
   const ctx = Context.current();
   const outDir = path.join(input.runDir, 'catm');
@@ -64,7 +69,7 @@ export async function judge(rawInput: JudgeInput): Promise<JudgeOutput> {
   const shard = await openAppendLog(shardDir, `attempt-${ctx.info.attempt}-${process.pid}`);
   const progress = new ProgressReporter();
   const total = input.candidates.rows;
-  const apiKey = process.env[input.judge.apiKeyEnv];
+  const apiKey = deps.env[input.judge.apiKeyEnv];
   let summary;
   try {
     summary = await judgeCandidates({

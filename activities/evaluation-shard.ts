@@ -13,7 +13,7 @@ import {
   type EvaluateShardInput,
   type EvaluateShardOutput,
 } from '../schemas/evaluation';
-import { invalidInput, ProgressReporter, rethrowPredictorFailure } from './kit';
+import { invalidInput, ProgressReporter, rethrowPredictorFailure, type ActivityDeps } from './kit';
 
 async function countFailed(uri: string): Promise<number> {
   let failed = 0;
@@ -26,7 +26,12 @@ async function countFailed(uri: string): Promise<number> {
  * truth, and write the shard's rows (prediction + scores) as one Parquet artifact. A shard whose artifact
  * matches its plan and inputs is a cache hit, so after a killed worker only unfinished shards are redone.
  */
-export async function evaluateShard(rawInput: EvaluateShardInput): Promise<EvaluateShardOutput> {
+export function makeEvaluateShard(deps: Pick<ActivityDeps, 'env'>): (input: EvaluateShardInput) => Promise<EvaluateShardOutput> {
+  return (input) => evaluateShard(deps, input);
+}
+
+/** `evaluateShard` with the worker's deps: an agent retriever's API key is read from `deps.env`. */
+async function evaluateShard(deps: Pick<ActivityDeps, 'env'>, rawInput: EvaluateShardInput): Promise<EvaluateShardOutput> {
   const input = EvaluateShardInputSchema.parse(rawInput);
   const started = Date.now();
   const plan = input.retriever;
@@ -64,6 +69,7 @@ export async function evaluateShard(rawInput: EvaluateShardInput): Promise<Evalu
   const predictor = await openPredictor(retriever, {
     signal: Context.current().cancellationSignal,
     embeddingCacheDir,
+    env: deps.env,
     onProgress: (progress) => heartbeat.report(progress),
     ...(input.evaluation.sandbox ? { isolation: input.evaluation.sandbox.isolation } : {}),
   }).catch((error: unknown) => {

@@ -1,8 +1,9 @@
 import { log } from '@temporalio/activity';
 import * as policyServer from '../lib/policy-server';
-import { nodeRunDir } from '../lib/store-sync';
+import { runDirOnNode } from '../lib/store-sync';
 import { reapStaleTrainer } from '../lib/training';
 import { ReapPolicyServerInputSchema, type ReapPolicyServerInput, type ReapPolicyServerOutput } from '../schemas/policy-server';
+import type { ActivityDeps } from './kit';
 
 /**
  * Reaps the server of one checkpoint that its serving activity left running (the GPU queue's worker runs it,
@@ -11,9 +12,16 @@ import { ReapPolicyServerInputSchema, type ReapPolicyServerInput, type ReapPolic
  * cancelled without a retry, so the retry's reaping in `servePolicy` never runs. A server that stopped on
  * cancellation removed its pid record already: then there is nothing to do.
  */
-export async function reapPolicyServer(rawInput: ReapPolicyServerInput): Promise<ReapPolicyServerOutput> {
+export function makeReapPolicyServer(
+  deps: Pick<ActivityDeps, 'nodeDataDir'>,
+): (input: ReapPolicyServerInput) => Promise<ReapPolicyServerOutput> {
+  return (input) => reapPolicyServer(deps, input);
+}
+
+/** `reapPolicyServer` with the worker's deps: with a store, the server's pid record is under `deps.nodeDataDir`. */
+async function reapPolicyServer(deps: Pick<ActivityDeps, 'nodeDataDir'>, rawInput: ReapPolicyServerInput): Promise<ReapPolicyServerOutput> {
   const input = ReapPolicyServerInputSchema.parse(rawInput);
-  const runDir = input.store ? nodeRunDir(input.runDir, input.runId) : input.runDir;
+  const runDir = input.store ? runDirOnNode(input.runDir, input.runId, deps.nodeDataDir) : input.runDir;
   const { pidFile } = policyServer.policyServerFiles(policyServer.policyServerLogDir(runDir, input.step));
   const reaped = await reapStaleTrainer(pidFile, 10_000);
   if (reaped.action === 'terminated' || reaped.action === 'killed')

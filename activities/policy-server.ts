@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import * as policyServer from '../lib/policy-server';
-import { nodeRunDir } from '../lib/store-sync';
+import { runDirOnNode } from '../lib/store-sync';
 import { reapStaleTrainer } from '../lib/training';
 import { readValidationRecords } from '../lib/training/validation';
 import { bestValidatedStep } from '../lib/training/validation-choice';
@@ -12,7 +12,7 @@ import {
   type PolicyServerReady,
   type ServePolicyInput,
 } from '../schemas/policy-server';
-import { activityClient, configError } from './kit';
+import { configError, type ActivityDeps } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -29,7 +29,15 @@ export const POLICY_SERVER_READY_SIGNAL = 'policyServerReady';
  * stays good, and signals again. A worker killed outright stops heartbeating: the retry on the next worker
  * reaps the orphan on the same host.
  */
-export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
+export function makeServePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>): (input: ServePolicyInput) => Promise<void> {
+  return (input) => servePolicy(deps, input);
+}
+
+/**
+ * `servePolicy` with the worker's deps: the owner is signalled through `deps.client`; with a store it works in
+ * `deps.nodeDataDir`; the server runs with the environment the worker read at start (`deps.env`: CUDA, caches).
+ */
+async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>, rawInput: ServePolicyInput): Promise<void> {
   const input = ServePolicyInputSchema.parse(rawInput);
   const context = Context.current();
   const beat = () => context.heartbeat(current);
@@ -38,7 +46,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
   const keepAlive = setInterval(beat, Math.max(200, (context.info.heartbeatTimeoutMs ?? 30_000) / 3));
   const previous = PolicyServerHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   try {
-    const runDir = input.store ? nodeRunDir(input.runDir, input.runId) : input.runDir;
+    const runDir = input.store ? runDirOnNode(input.runDir, input.runId, deps.nodeDataDir) : input.runDir;
     // `best`: the highest validation metric of the run's records (written on the CPU node, in the run's data dir).
     const bestStep = input.bestStep ?? (input.checkpoint === 'best' ? bestValidatedStep(await readValidationRecords(input.runDir)) : null);
     let choice = input.checkpoint;
@@ -57,6 +65,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
       checkpoint,
       python: input.python,
       projectRoot,
+      env: { ...deps.env },
       backend: input.backend,
       logDir,
       host: input.host,
@@ -80,7 +89,7 @@ export async function servePolicy(rawInput: ServePolicyInput): Promise<void> {
       trainedWith: checkpoint.trainedWith,
     };
     log.info('policy server: ready', { ...ready });
-    const client = activityClient();
+    const { client } = deps;
     if (!client) throw new Error('policy server: the worker gave this activity no Temporal client to signal its owner with');
     await client.workflow.getHandle(input.ownerWorkflowId).signal(POLICY_SERVER_READY_SIGNAL, ready);
     const exit = await server.exited;

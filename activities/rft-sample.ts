@@ -12,14 +12,19 @@ import {
   type SampleRftShardOutput,
 } from '../schemas/rft';
 import type { ArtifactRef } from '../schemas/artifact-ref';
-import { nonRetryable, ProgressReporter } from './kit';
+import { nonRetryable, ProgressReporter, type ActivityDeps } from './kit';
 
 /**
  * One shard of RFT's teacher sampling (lib/rft sampleRftShard): each finished rollout is in the shard's log as
  * soon as it completes, so a retry after a killed worker asks the teacher only for the rest; the finished
  * shard is a Parquet artifact, a cache hit for any later run of the same plan and teacher.
  */
-export async function sampleRftShard(rawInput: SampleRftShardInput): Promise<SampleRftShardOutput> {
+export function makeSampleRftShard(deps: Pick<ActivityDeps, 'env'>): (input: SampleRftShardInput) => Promise<SampleRftShardOutput> {
+  return (input) => sampleRftShard(deps, input);
+}
+
+/** `sampleRftShard` with the worker's deps: the teacher's API key is `deps.env[teacher.apiKeyEnv]`. */
+async function sampleRftShard(deps: Pick<ActivityDeps, 'env'>, rawInput: SampleRftShardInput): Promise<SampleRftShardOutput> {
   const input = SampleRftShardInputSchema.parse(rawInput);
   const { plan, teacher } = input;
   const shardDir = path.join(
@@ -41,7 +46,7 @@ export async function sampleRftShard(rawInput: SampleRftShardInput): Promise<Sam
   }
   const ids = await rft.planRftInstanceIds(input.rftSamples.uri);
   const instanceIds = rft.rftShardInstances(ids, input.rft.shardSize, input.shardIndex);
-  const apiKey = teacher.apiKeyEnv ? process.env[teacher.apiKeyEnv]?.trim() || undefined : undefined;
+  const apiKey = teacher.apiKeyEnv ? deps.env[teacher.apiKeyEnv]?.trim() || undefined : undefined;
   const heartbeat = new ProgressReporter();
   const unit = `rollouts of RFT shard ${input.shardIndex + 1}/${plan.shardCount}`;
   let sampled: Awaited<ReturnType<typeof rft.sampleRftShard>>;

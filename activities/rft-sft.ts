@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import * as rft from '../lib/rft';
 import { FineTuneHeartbeatSchema, FineTuneRftInputSchema, type FineTuneRftInput, type FineTuneRftOutput } from '../schemas/rft';
-import { captureActivityLog, configError } from './kit';
+import { captureActivityLog, configError, type ActivityDeps } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -12,10 +12,15 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * heartbeated. A retry (a killed worker, a crashed trainer) reaps the trainer the last attempt left and resumes
  * from its newest checkpoint; a finished fine-tune is returned without starting the trainer again.
  */
-export async function fineTuneRft(rawInput: FineTuneRftInput): Promise<FineTuneRftOutput> {
+export function makeFineTuneRft(deps: Pick<ActivityDeps, 'logger'>): (input: FineTuneRftInput) => Promise<FineTuneRftOutput> {
+  return (input) => fineTuneRft(deps, input);
+}
+
+/** `fineTuneRft` with the worker's deps: lines logged after the activity ended go to `deps.logger`. */
+async function fineTuneRft(deps: Pick<ActivityDeps, 'logger'>, rawInput: FineTuneRftInput): Promise<FineTuneRftOutput> {
   const input = FineTuneRftInputSchema.parse(rawInput);
   const context = Context.current();
-  const log = captureActivityLog(context);
+  const log = captureActivityLog(context, deps.logger);
   const previous = FineTuneHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   let latest = previous.success ? previous.data : { step: 0, checkpointStep: null };
   if (previous.success) log.info('rft: retrying the fine-tune from its last heartbeat', { heartbeat: latest });

@@ -4,7 +4,8 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import * as training from '../lib/training';
 import { TrainSegmentInputSchema, TrainingHeartbeatSchema } from '../schemas/training/activity-io';
 import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat, TrainingProgress } from '../schemas/training/activity-io';
-import { activityClient, captureActivityLog, configError, invalidInput, nonRetryable } from './kit';
+import { TRAINING_MESSAGES } from '../schemas/training/messages';
+import { captureActivityLog, configError, invalidInput, nonRetryable, type ActivityDeps } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -17,12 +18,17 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * workflow asked for (pause, stop, a lower budget) returns the checkpointed step normally, any other (worker
  * shutdown, timeout) fails the attempt so it is retried.
  */
-export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSegmentResult> {
+export function makeTrainSegment(deps: Pick<ActivityDeps, 'client' | 'logger'>): (input: TrainSegmentInput) => Promise<TrainSegmentResult> {
+  return (input) => trainSegment(deps, input);
+}
+
+/** `trainSegment` with the worker's deps: progress is signalled through `deps.client` (none: heartbeats only). */
+async function trainSegment(deps: Pick<ActivityDeps, 'client' | 'logger'>, rawInput: TrainSegmentInput): Promise<TrainSegmentResult> {
   const input = TrainSegmentInputSchema.parse(rawInput);
   const context = Context.current();
   // Captured now: the trainer's force-kill, the store's push errors and the environment server log from callbacks
   // that may run outside this activity's async context or after it ended (activities/kit/activity-log.ts).
-  const log = captureActivityLog(context);
+  const log = captureActivityLog(context, deps.logger);
   const previous = TrainingHeartbeatSchema.safeParse(context.info.heartbeatDetails);
   if (previous.success)
     log.info('training: retrying a segment from its last heartbeat', { segment: input.segment, heartbeat: previous.data });
@@ -30,7 +36,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
   const beat: TrainingHeartbeat = previous.success
     ? previous.data
     : { step: input.fromStep, checkpoint: null, signalled: { step: input.fromStep, checkpointStep: 0 } };
-  const client = activityClient();
+  const { client } = deps;
   const workflowId = input.trainingWorkflowId;
   // Progress is best effort: a finished or unknown workflow must never fail the segment.
   const signal =
@@ -38,7 +44,7 @@ export async function trainSegment(rawInput: TrainSegmentInput): Promise<TrainSe
       ? (p: TrainingProgress) =>
           void client.workflow
             .getHandle(workflowId)
-            .signal('trainingProgress', p)
+            .signal(TRAINING_MESSAGES.trainingProgress, p)
             .catch(() => undefined)
       : null;
   const progress = new training.SegmentProgress(beat, input.segment, input.training.progressEveryMs, {

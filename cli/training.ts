@@ -1,13 +1,13 @@
 import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { connectClient } from '../workers/connection';
 import { ConfigError } from '../schemas/config';
-import type { TrainingStatus } from '../schemas/training/workflow';
+import { TRAINING_MESSAGES, type TrainingStatus } from '../schemas/training/messages';
 import { temporalConfig } from '../temporal.config';
 
 export const TRAINING_ACTIONS = ['pause', 'resume', 'stop', 'budget', 'status'] as const;
 export type TrainingAction = (typeof TRAINING_ACTIONS)[number];
 
-const SIGNALS = { pause: 'pause', resume: 'resume', stop: 'stopAfterCheckpoint' } as const;
+const SIGNALS = { pause: TRAINING_MESSAGES.pause, resume: TRAINING_MESSAGES.resume, stop: TRAINING_MESSAGES.stopAfterCheckpoint } as const;
 
 function describeStatus(status: TrainingStatus): string[] {
   const lines = [
@@ -56,7 +56,7 @@ export async function trainingCommand(action: string, runId: string | undefined,
         const description = await handle.describe();
         console.log(`${workflowId}: ${description.status.name}`);
         try {
-          for (const line of describeStatus(await handle.query<TrainingStatus>('trainingStatus'))) console.log(line);
+          for (const line of describeStatus(await handle.query<TrainingStatus>(TRAINING_MESSAGES.trainingStatus))) console.log(line);
         } catch {
           console.log('  (no worker answered the trainingStatus query; start one with `codegrep worker`)');
         }
@@ -64,7 +64,7 @@ export async function trainingCommand(action: string, runId: string | undefined,
       }
       if (action === 'budget') {
         try {
-          const status = await handle.executeUpdate<TrainingStatus, [number]>('setStepBudget', { args: [steps!] });
+          const status = await handle.executeUpdate<TrainingStatus, [number]>(TRAINING_MESSAGES.setStepBudget, { args: [steps!] });
           console.log(`codegrep: ${workflowId}: step budget set to ${status.budget}`);
           for (const line of describeStatus(status)) console.log(line);
           return 0;

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as activities from '../activities';
+import { createActivities } from '../activities';
 import { temporalConfig } from '../temporal.config';
 import { createWorker, runWorkerIfMain, type RunningWorker, type WorkerConnectOptions } from './create-worker';
 
@@ -18,7 +18,7 @@ export async function createCpuWorker(options: CpuWorkerOptions = {}): Promise<R
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.cpu,
     workflowsPath,
-    activities,
+    activities: createActivities,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: temporalConfig.worker.maxConcurrentActivities,
   });

@@ -1,14 +1,16 @@
 /**
  * What the CPU and the GPU worker share: connect (client + native connection, closing the first when the
- * second fails), hand the activities their Temporal client (activities/kit), create the Worker, and on close
- * undo all three. Each worker file says only which task queue, which workflows and activities, and its limits;
+ * second fails), read the activities' deps once (the Temporal client, this node's data dir, the environment, the
+ * worker's logger: activities/kit/deps.ts) and build the activities with them, create the Worker, and on close
+ * close both connections. Each worker file says only which task queue, which workflows and activities, and its limits;
  * and keeps its own `main` for `tsx workers/<name>.ts`.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
-import { setActivityClient, setWorkerLogger } from '../activities/kit';
+import type { ActivityDeps } from '../activities/kit';
+import { nodeDataDir } from '../lib/store-sync';
 import { describeToolIsolation, probeNamespace } from '../lib/sandbox/namespace';
 import { temporalConfig } from '../temporal.config';
 import { connectClient, connectWorkerConnection, type TemporalConnectionSettings } from './connection';
@@ -26,6 +28,26 @@ export interface WorkerConnectOptions {
   overrides?: Partial<WorkerOptions>;
 }
 
+/** The worker kind's own part of WorkerOptions, with its activities built from the deps the worker read at start. */
+export type WorkerDefaults = Omit<WorkerOptions, 'connection' | 'namespace' | 'activities'> & {
+  activities: (deps: ActivityDeps) => object;
+};
+
+/**
+ * The activities' deps, read once at worker start: everything an activity would otherwise take from module state
+ * or `process.env` (the environment is copied, so a later change of `process.env` reaches no activity).
+ */
+export function readActivityDeps(client: Client | null, env: NodeJS.ProcessEnv = process.env): ActivityDeps {
+  return {
+    client,
+    // CODEGREP_DATA_DIR (lib/store-sync/node-data-dir.ts), the node's own data dir for runs with a store.
+    nodeDataDir: nodeDataDir(env),
+    env: Object.freeze({ ...env }),
+    // Lines an activity logs after it ended go through the worker's own logger (activities/kit/activity-log.ts).
+    logger: Runtime.instance().logger,
+  };
+}
+
 export interface RunningWorker {
   worker: Worker;
   close(): Promise<void>;
@@ -35,10 +57,7 @@ export interface RunningWorker {
  * `defaults` is the worker kind's own part of WorkerOptions (task queue, workflows, activities, limits);
  * `options.taskQueue` and `options.overrides` win over it.
  */
-export async function createWorker(
-  options: WorkerConnectOptions,
-  defaults: Omit<WorkerOptions, 'connection' | 'namespace'>,
-): Promise<RunningWorker> {
+export async function createWorker(options: WorkerConnectOptions, defaults: WorkerDefaults): Promise<RunningWorker> {
   const address = options.address ?? temporalConfig.address;
   const namespace = options.namespace ?? temporalConfig.namespace;
   const settings = { address, namespace, ...options.connection };
@@ -47,14 +66,13 @@ export async function createWorker(
     await clientConnection.close();
     throw error;
   });
-  setActivityClient(new Client({ connection: clientConnection, namespace }));
+  const deps = readActivityDeps(new Client({ connection: clientConnection, namespace }));
   console.log(describeToolIsolation(await probeNamespace()));
-  // Lines an activity logs after it ended go through the worker's own logger (activities/kit/activity-log.ts).
-  setWorkerLogger(Runtime.instance().logger);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
     ...defaults,
+    activities: defaults.activities(deps),
     taskQueue: options.taskQueue ?? defaults.taskQueue,
     ...options.overrides,
     interceptors: {
@@ -65,7 +83,6 @@ export async function createWorker(
   return {
     worker,
     close: async () => {
-      setActivityClient(null);
       await clientConnection.close();
       await nativeConnection.close();
     },

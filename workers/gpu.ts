@@ -8,28 +8,22 @@
  * attempt, which a GPU worker retries from that checkpoint. A worker killed outright is noticed by the
  * heartbeat timeout; the retry reaps the trainer it left behind first.
  */
-import { servePolicy } from '../activities/policy-server';
-import { reapPolicyServer } from '../activities/policy-server-reap';
-import { fineTuneRft } from '../activities/rft-sft';
-import { trainSegment } from '../activities/training';
-import { setNodeDataDir } from '../lib/store-sync';
+import { createActivities, GPU_ACTIVITY_NAMES, type ActivityDeps } from '../activities';
 import { temporalConfig } from '../temporal.config';
 import { createWorker, runWorkerIfMain, type RunningWorker, type WorkerConnectOptions } from './create-worker';
 
-export type GpuWorkerOptions = WorkerConnectOptions & {
-  /**
-   * This node's own data dir (README "Deployment: several machines"): with a run `store`, segments work in `<dataDir>/<runId>` and keep bare
-   * clones and worktrees in `<dataDir>/repos`, `<dataDir>/worktrees`. Default: CODEGREP_DATA_DIR, else the run
-   * directory the workflow names (a shared mount, as without a store).
-   */
-  dataDir?: string;
-};
+export type GpuWorkerOptions = WorkerConnectOptions;
+
+/** The GPU queue's activities, built with the worker's deps. */
+export function createGpuActivities(deps: ActivityDeps) {
+  const all = createActivities(deps);
+  return Object.fromEntries(GPU_ACTIVITY_NAMES.map((name) => [name, all[name]])) as Pick<typeof all, (typeof GPU_ACTIVITY_NAMES)[number]>;
+}
 
 export async function createGpuWorker(options: GpuWorkerOptions = {}): Promise<RunningWorker> {
-  if (options.dataDir) setNodeDataDir(options.dataDir);
   return createWorker(options, {
     taskQueue: temporalConfig.taskQueues.gpu,
-    activities: { trainSegment, servePolicy, reapPolicyServer, fineTuneRft },
+    activities: createGpuActivities,
     // One trainer or one policy server owns the accelerator: never two at once on one node.
     maxConcurrentActivityTaskExecutions: 1,
     shutdownGraceTime: temporalConfig.worker.shutdownGraceTimeMs,

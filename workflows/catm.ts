@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { CatmResult } from '../schemas/catm';
 import type { PipelineConfigInput } from '../schemas/config';
 import { activityOptions } from './activity-options';
@@ -17,9 +17,9 @@ export const catmStages = ['mine', 'judge', 'weight'] as const;
  */
 export async function catm(input: PipelineConfigInput): Promise<CatmResult> {
   const { config, overrides } = await validatedConfig(input);
-  const { mine } = proxyActivities<typeof activities>(activityOptions('mine', overrides));
-  const { judge } = proxyActivities<typeof activities>(activityOptions('judge', overrides));
-  const { weight, writeCatmSummary } = proxyActivities<typeof activities>(activityOptions('weight', overrides));
+  const { mine } = proxyActivities<Activities>(activityOptions('mine', overrides));
+  const { judge } = proxyActivities<Activities>(activityOptions('judge', overrides));
+  const { weight, writeCatmSummary } = proxyActivities<Activities>(activityOptions('weight', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, catmStages);
   const common = { runId: config.runId, runDir: config.runDir };

@@ -1,5 +1,5 @@
 import { ActivityCancellationType, ApplicationFailure, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import { rootMessage } from '../lib/errors/root-message';
 import { percent1 } from '../lib/reports/format';
 import type {
@@ -31,8 +31,8 @@ export function requireDownstreamSection(config: { downstream?: DownstreamConfig
 /** The stage's activities: plan and summary with the stage's timeouts, each pair with the run's own limit. */
 export function downstreamActivities(overrides: TimeoutOverrides, settings: DownstreamConfig) {
   const stageOptions = activityOptions('downstream', overrides);
-  const { planDownstream, summarizeDownstream } = proxyActivities<typeof activities>(stageOptions);
-  const { runDownstreamPair } = proxyActivities<typeof activities>({
+  const { planDownstream, summarizeDownstream } = proxyActivities<Activities>(stageOptions);
+  const { runDownstreamPair } = proxyActivities<Activities>({
     ...stageOptions,
     startToCloseTimeout: settings.runTimeoutMs + RUN_CLEANUP_GRACE_MS,
     // A cancelled stage ends only once its runs have killed their agent and test processes and removed their checkouts.

@@ -1,5 +1,5 @@
 import { ActivityCancellationType, continueAsNew, patched, proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { ResolvedConfig } from '../lib/config';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -45,7 +45,7 @@ async function retrieveAgentSources(
   const missing = settings.configurations.filter((c): c is AgentSource => c.source === 'agent' && c.policy !== undefined && !found[c.name]);
   // Runs recorded before the `agent` source never had one.
   if (missing.length === 0 || !patched('downstream-agent-source')) return found;
-  const { retrieveDownstreamCandidates } = proxyActivities<typeof activities>({
+  const { retrieveDownstreamCandidates } = proxyActivities<Activities>({
     ...activityOptions('evaluation', overrides),
     // The server stops only once the episodes asking it were stopped.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -100,7 +100,7 @@ async function retrieveAgentSources(
  * study has.
  */
 export async function downstream(input: DownstreamInput): Promise<DownstreamResult> {
-  const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
+  const { validateConfig } = proxyActivities<Activities>(activityOptions('short'));
   const config = await validateConfig(input);
   const settings = requireDownstreamSection(config);
   const overrides = config.temporal.activityTimeouts as TimeoutOverrides;

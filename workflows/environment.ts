@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -25,8 +25,8 @@ const materializeNote = (m: MaterializeSummary) =>
  */
 export async function environment(input: EnvironmentInput): Promise<EnvironmentResult> {
   const { config, overrides } = await validatedConfig(input);
-  const { findRunArtifact } = proxyActivities<typeof activities>(activityOptions('short'));
-  const { materializeWorktrees, deriveGroundTruth } = proxyActivities<typeof activities>(activityOptions('worktrees', overrides));
+  const { findRunArtifact } = proxyActivities<Activities>(activityOptions('short'));
+  const { materializeWorktrees, deriveGroundTruth } = proxyActivities<Activities>(activityOptions('worktrees', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, environmentStages);
   const common = { runId: config.runId, runDir: config.runDir };

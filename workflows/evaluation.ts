@@ -1,5 +1,5 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
@@ -78,8 +78,8 @@ function isTrainedPolicy(retriever: RetrieverConfig): retriever is TrainedPolicy
  */
 export async function evaluation(input: EvaluationInput): Promise<EvaluationResult> {
   const { config, overrides } = await validatedConfig(input);
-  const { findRunArtifact, planEvaluation } = proxyActivities<typeof activities>(activityOptions('short'));
-  const { evaluateShard, summarizeEvaluation } = proxyActivities<typeof activities>(activityOptions('evaluation', overrides));
+  const { findRunArtifact, planEvaluation } = proxyActivities<Activities>(activityOptions('short'));
+  const { evaluateShard, summarizeEvaluation } = proxyActivities<Activities>(activityOptions('evaluation', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, evaluationStages);
   const common = { runId: config.runId, runDir: config.runDir };

@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { ResolvedConfig } from '../lib/config';
 import type { PipelineConfigInput } from '../schemas/config';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
@@ -12,7 +12,7 @@ import type { StageTracker } from './stage-tracker';
  * checks as `codegrep run`), and the activity timeout overrides of the config's `temporal` section.
  */
 export async function validatedConfig(input: PipelineConfigInput): Promise<{ config: ResolvedConfig; overrides: TimeoutOverrides }> {
-  const { validateConfig } = proxyActivities<typeof activities>(activityOptions('short'));
+  const { validateConfig } = proxyActivities<Activities>(activityOptions('short'));
   const config = await validateConfig(input);
   return { config, overrides: config.temporal.activityTimeouts as TimeoutOverrides };
 }

@@ -11,7 +11,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { ResolvedConfig } from '../lib/config';
 import type { AgentRetrieverConfig, PolicyServerConfig } from '../schemas/evaluation/config';
 import type { CheckpointChoice, PolicyServerReady, ServePolicyInput, TrainedPolicy } from '../schemas/policy-server';
@@ -108,7 +108,7 @@ export class PolicyServers {
 
   async serve<T>(request: ServeRequest, body: (served: PolicyServerReady) => Promise<T>): Promise<T> {
     const { taskQueue, ...input } = request;
-    const { servePolicy } = proxyActivities<typeof activities>({
+    const { servePolicy } = proxyActivities<Activities>({
       ...activityOptions('policyServer', this.overrides),
       taskQueue,
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -152,7 +152,7 @@ export class PolicyServers {
    */
   private async reap(request: ServeRequest, served: PolicyServerReady): Promise<void> {
     const options = activityOptions('short', this.overrides);
-    const { reapPolicyServer } = proxyActivities<typeof activities>({
+    const { reapPolicyServer } = proxyActivities<Activities>({
       ...options,
       taskQueue: request.taskQueue,
       scheduleToCloseTimeout: options.startToCloseTimeout,

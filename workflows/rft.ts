@@ -1,5 +1,5 @@
 import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import type { ResolvedTeacher, RftResult, SampleRftShardOutput } from '../schemas/rft';
@@ -43,11 +43,11 @@ export async function rft(input: RftInput): Promise<RftResult> {
       message: 'the rft workflow needs an `rft` section (schemas/rft.ts) and a `training` section (the student) in the run config',
     });
   }
-  const { findRunArtifact, planRftSampling, collectRftTrajectories, writeRftTrajectories } = proxyActivities<typeof activities>(
+  const { findRunArtifact, planRftSampling, collectRftTrajectories, writeRftTrajectories } = proxyActivities<Activities>(
     activityOptions('short'),
   );
-  const { sampleRftShard } = proxyActivities<typeof activities>(activityOptions('evaluation', overrides));
-  const { fineTuneRft } = proxyActivities<typeof activities>({
+  const { sampleRftShard } = proxyActivities<Activities>(activityOptions('evaluation', overrides));
+  const { fineTuneRft } = proxyActivities<Activities>({
     ...activityOptions('training', overrides),
     taskQueue: training.gpuTaskQueue,
   });

@@ -1,21 +1,23 @@
 import { Context, log as contextLog } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
-import { afterEach, describe, expect, it } from 'vitest';
-import { captureActivityLog, setWorkerLogger } from './activity-log';
-
-afterEach(() => setWorkerLogger(null));
+import { describe, expect, it } from 'vitest';
+import { captureActivityLog } from './activity-log';
 
 describe('captureActivityLog', () => {
   it('logs from a callback outside the activity context and after the activity ended, with its identity', async () => {
     const late: { message: string; meta?: Record<string, unknown> }[] = [];
-    setWorkerLogger({ info: () => undefined, warn: (message, meta) => late.push({ message, meta }), error: () => undefined });
+    const workerLogger = {
+      info: () => undefined,
+      warn: (message: string, meta?: Record<string, unknown>) => late.push({ message, meta }),
+      error: () => undefined,
+    };
     const live: string[] = [];
     const contextLogger = new DefaultLogger('INFO', (entry) => live.push(entry.message));
     const env = new MockActivityEnvironment({ activityId: 'seg-1', activityType: 'trainSegment', attempt: 2 }, { logger: contextLogger });
     let captured: ReturnType<typeof captureActivityLog> | undefined;
     await env.run(async () => {
-      captured = captureActivityLog(Context.current());
+      captured = captureActivityLog(Context.current(), workerLogger);
       captured.warn('while live');
       captured.end();
     });

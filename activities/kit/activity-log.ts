@@ -1,20 +1,14 @@
 import type { Context } from '@temporalio/activity';
 
-/** Where log lines go once the activity has ended: the worker's own logger (set by workers/create-worker.ts). */
+/** Where log lines go once the activity has ended: the worker's own logger (ActivityDeps.logger). */
 export interface FallbackLogger {
   info(message: string, meta?: Record<string, unknown>): void;
   warn(message: string, meta?: Record<string, unknown>): void;
   error(message: string, meta?: Record<string, unknown>): void;
 }
 
-let workerLogger: FallbackLogger | null = null;
-
-/** Set once by the worker (its Runtime logger); without one, late lines go to stderr. */
-export function setWorkerLogger(logger: FallbackLogger | null): void {
-  workerLogger = logger;
-}
-
-const stderrLogger: FallbackLogger = {
+/** Late lines without a worker logger (a test's deps). */
+export const stderrLogger: FallbackLogger = {
   info: (message, meta) => console.error(`[INFO] ${message}`, meta ?? ''),
   warn: (message, meta) => console.error(`[WARN] ${message}`, meta ?? ''),
   error: (message, meta) => console.error(`[ERROR] ${message}`, meta ?? ''),
@@ -33,7 +27,7 @@ export interface ActivityLog extends FallbackLogger {
  * throws "Activity context not initialized" from a timer: an uncaught exception that kills the worker. This one
  * never looks anything up; after `end()` its lines name the activity they belong to.
  */
-export function captureActivityLog(context: Context): ActivityLog {
+export function captureActivityLog(context: Context, workerLogger: FallbackLogger): ActivityLog {
   const live = context.log;
   const { activityType, activityId, attempt, workflowExecution, workflowType } = context.info;
   const identity = {
@@ -49,7 +43,7 @@ export function captureActivityLog(context: Context): ActivityLog {
     (level: 'info' | 'warn' | 'error') =>
     (message: string, meta?: Record<string, unknown>): void => {
       if (!ended) live[level](message, meta);
-      else (workerLogger ?? stderrLogger)[level](message, { ...meta, ...identity });
+      else workerLogger[level](message, { ...meta, ...identity });
     };
   return {
     info: line('info'),

@@ -10,6 +10,6 @@ export {
   rethrowPredictorFailure,
   type SelfDescribingError,
 } from './failures';
-export { activityClient, setActivityClient } from './deps';
+export { activityDeps, type ActivityDeps } from './deps';
 export { inputSource } from './input-source';
-export { captureActivityLog, setWorkerLogger, type ActivityLog, type FallbackLogger } from './activity-log';
+export { captureActivityLog, type ActivityLog, type FallbackLogger } from './activity-log';

@@ -23,8 +23,8 @@ import {
   nodeRunDir,
   publishRunArtifact,
   pullTrainingRecords,
-  setNodeDataDir,
   readLogParts,
+  runDirOnNode,
   storedCheckpointSteps,
 } from './index';
 
@@ -75,12 +75,8 @@ describe('store URIs in the config', () => {
   it('a node data dir replaces the run dir only where one is set', () => {
     expect(nodeRunDir('/shared/runs/r1', 'r1', {})).toBe('/shared/runs/r1');
     expect(nodeRunDir('/shared/runs/r1', 'r1', { CODEGREP_DATA_DIR: '/local/gpu' })).toBe('/local/gpu/r1');
-    setNodeDataDir('/local/override');
-    try {
-      expect(nodeRunDir('/shared/runs/r1', 'r1', { CODEGREP_DATA_DIR: '/local/gpu' })).toBe('/local/override/r1');
-    } finally {
-      setNodeDataDir(null);
-    }
+    expect(runDirOnNode('/shared/runs/r1', 'r1', '/local/worker')).toBe('/local/worker/r1');
+    expect(runDirOnNode('/shared/runs/r1', 'r1', null)).toBe('/shared/runs/r1');
   });
 });
 

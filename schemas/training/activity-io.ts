@@ -3,7 +3,7 @@ import { ValidationRowSchema } from './validation';
 import { ArtifactRefSchema } from '../artifact-ref';
 import { SegmentStoreSchema, StoreUriSchema } from '../store';
 import { ResolvedTrainingConfigSchema, TrainingAlgorithmSchema, TrainingRecipeSchema } from './config';
-import { LatestStepMetricsSchema, type LatestStepMetrics } from './metrics';
+import { LatestStepMetricsSchema } from './metrics';
 
 /** The training activities' inputs, results and heartbeat details, and the progress signal to the workflow. */
 
@@ -64,12 +64,7 @@ export const TrainSegmentResultSchema = z.object({
 export type TrainSegmentResult = z.infer<typeof TrainSegmentResultSchema>;
 
 /** Sent by the segment activity to the training workflow after steps and checkpoints (throttled). */
-export interface TrainingProgress {
-  segment: number;
-  step: number;
-  checkpointStep: number | null;
-  latest: LatestStepMetrics | null;
-}
+export type { TrainingProgress } from './messages';
 
 export const TrainingReportInputSchema = z.object({
   runId: z.string(),

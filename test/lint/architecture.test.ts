@@ -119,6 +119,19 @@ const violations: Array<[string, string, string, RegExp]> = [
     /one file per activity/,
   ],
   [
+    'activities read no process.env (their deps carry the environment)',
+    'activities/planted.ts',
+    'export async function planted(input: { keyEnv: string }): Promise<string> {\n  return process.env[input.keyEnv] ?? "";\n}\n',
+    /ActivityDeps\.env/,
+  ],
+  ['activities/kit reads no process.env', 'activities/kit/planted.ts', 'export const home = process.env.HOME;\n', /ActivityDeps\.env/],
+  [
+    'activities hold no module state',
+    'activities/planted.ts',
+    'let client: string | null = null;\nexport function setClient(c: string): void {\n  client = c;\n}\nexport const used = () => client;\n',
+    /no module state/,
+  ],
+  [
     'cli/ never imports activities',
     'cli/planted.ts',
     "import { mine } from '../activities/catm-mine';\nexport const m = mine;\n",
@@ -231,12 +244,18 @@ describe('eslint.config.js enforces ARCHITECTURE.md', () => {
         'export const used = [path, temporalConfig, codeVersion, ProgressReporter];\n',
     ],
     [
+      'activities/planted-factory.ts',
+      "import type { ActivityDeps } from './kit';\n" +
+        "export function makePlanted(deps: Pick<ActivityDeps, 'env'>): (input: { keyEnv: string }) => Promise<string> {\n" +
+        '  return async (input) => deps.env[input.keyEnv] ?? "";\n}\n',
+    ],
+    [
       'cli/planted.ts',
       "import type { PipelineResult } from '../workflows/pipeline';\nimport { nonRetryable } from '../activities/kit';\nexport type P = PipelineResult;\nexport const n = nonRetryable;\n",
     ],
     [
       'workflows/planted.ts',
-      "import { proxyActivities } from '@temporalio/workflow';\nimport type * as activities from '../activities';\nimport type { ArtifactRef } from '../lib/artifacts';\nimport { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';\nimport { temporalConfig } from '../temporal.config';\nexport const a = proxyActivities<typeof activities>({ startToCloseTimeout: '1 minute' });\nexport type R = ArtifactRef;\nexport const p = [RUN_ARTIFACTS.catmSamples, temporalConfig.taskQueues.gpu];\n",
+      "import { proxyActivities } from '@temporalio/workflow';\nimport type { Activities } from '../activities';\nimport type { ArtifactRef } from '../lib/artifacts';\nimport { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';\nimport { temporalConfig } from '../temporal.config';\nexport const a = proxyActivities<Activities>({ startToCloseTimeout: '1 minute' });\nexport type R = ArtifactRef;\nexport const p = [RUN_ARTIFACTS.catmSamples, temporalConfig.taskQueues.gpu];\n",
     ],
     [
       'test/planted.test.ts',

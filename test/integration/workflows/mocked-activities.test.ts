@@ -4,7 +4,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type * as activities from '../../../activities';
+import type { Activities } from '../../../activities';
 import { RUN_ARTIFACTS } from '../../../lib/paths/run-artifacts';
 import { workflowsPath } from '../../../workers/cpu';
 import { temporalAddress, uniqueTaskQueue } from '../../support/temporal';
@@ -16,7 +16,7 @@ import { temporalAddress, uniqueTaskQueue } from '../../support/temporal';
  * continue-as-new where the workflow uses it. Seconds each: no git, no Parquet, no trainer.
  */
 
-type ActivityName = keyof typeof activities;
+type ActivityName = keyof Activities;
 type Mock = (input: any) => Promise<unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const ACTIVITY_NAMES: ActivityName[] = [
