@@ -25,7 +25,7 @@ const SYMPTOMS = [
   'raises on an empty input instead of returning zero',
 ];
 // Enough that a repository can have several issues in its most frequently broken component.
-const FUNCTIONS_PER_COMPONENT = 6;
+const FUNCTIONS_PER_COMPONENT = 8;
 
 export interface ComponentInstance {
   instance_id: string;
@@ -110,6 +110,9 @@ export function generateComponentRepos(options: {
 }): ComponentInstance[] {
   const owner = options.owner ?? 'learn';
   const instances: ComponentInstance[] = [];
+  const capacity = COMPONENTS.length * FUNCTIONS_PER_COMPONENT;
+  if (options.instancesPerRepo > capacity)
+    throw new Error(`instancesPerRepo ${options.instancesPerRepo}: a repository has only ${capacity} functions to break`);
   mkdirSync(options.mirrorDir, { recursive: true });
   for (let r = 0; r < options.repos; r++) {
     const random = seededRandom(options.seed * 1000 + r);
@@ -128,12 +131,15 @@ export function generateComponentRepos(options: {
     const base = git(work, 'rev-parse', 'HEAD');
     const chosen = new Set<string>();
     for (let i = 0; i < options.instancesPerRepo; i++) {
+      // A component by weight, then one of its functions no earlier instance of this repository used (a
+      // component with none left is drawn again), so the components' mix follows the weights.
       let component: string;
-      let fn: string;
+      let unused: string[];
       do {
         component = pickComponent(random, options.componentWeights ?? {});
-        fn = pick(random, functions.get(component)!);
-      } while (chosen.has(fn) && chosen.size < COMPONENTS.length * FUNCTIONS_PER_COMPONENT);
+        unused = functions.get(component)!.filter((f) => !chosen.has(f));
+      } while (unused.length === 0);
+      const fn = pick(random, unused);
       chosen.add(fn);
       const file = `src/${component}.py`;
       const full = path.join(work, file);
