@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { log } from '@temporalio/activity';
 import { hashConfig, readManifest, refFromManifest, writeBytesAtomically, writeParquetArtifact } from '../lib/artifacts';
-import { trainingPlots } from '../lib/reports/training-plots';
+import { trainingPlots, validationPlot } from '../lib/reports/training-plots';
 import { pullTrainingRecords } from '../lib/store-sync';
 import {
   SMOKE_BANNER,
@@ -24,7 +24,7 @@ import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, training
 /**
  * After the training loop: every step of the run once (the segments' metrics Parquet files, newest record of
  * a step wins, nothing above the final checkpoint) as `training/metrics.parquet`, the SVG plots of CodeGrep
- * Fig. 2 / Fig. 4, and a small HTML + Markdown report under `training/report/`.
+ * Fig. 2 / Fig. 4 and of the validation curve, and a small HTML + Markdown report under `training/report/`.
  */
 export async function writeTrainingReport(rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
   const input = TrainingReportInputSchema.parse(rawInput);
@@ -50,7 +50,8 @@ export async function writeTrainingReport(rawInput: TrainingReportInput): Promis
     configHash: hashConfig({ stage: 'training-report', step: input.step }),
   });
 
-  const plots = trainingPlots(rows);
+  const validationCurve = validationPlot(input.validation);
+  const plots = validationCurve ? [...trainingPlots(rows), validationCurve] : trainingPlots(rows);
   const plotFiles: string[] = [];
   for (const plot of plots) {
     const file = path.join(layout.report, `${plot.name}.svg`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatTick, linePlotSvg, niceTicks, smooth, trainingPlots, TRAINING_PLOT_SPECS } from './training-plots';
+import { formatTick, linePlotSvg, niceTicks, smooth, trainingPlots, TRAINING_PLOT_SPECS, validationPlot } from './training-plots';
 
 function polyline(svg: string, cls: string): [number, number][] {
   const match = new RegExp(`<polyline class="${cls}"[^>]* points="([^"]*)"`).exec(svg);
@@ -114,5 +114,22 @@ describe('trainingPlots', () => {
     expect(plots.map((p) => p.name)).toEqual(['reward', 'kl', 'turns', 'completion-length', 'grad-norm', 'clipping-ratio']);
     expect(plots[0]!.svg).toContain('<title>Reward</title>');
     expect(polyline(plots[3]!.svg, 'raw')).toHaveLength(3);
+  });
+});
+
+describe('validationPlot', () => {
+  it('draws the held-out metric of each validated checkpoint over steps, and is null when nothing was validated', () => {
+    const plot = validationPlot([
+      { step: 40, metric: 'fBetaMean', value: 0.604 },
+      { step: 80, metric: 'fBetaMean', value: 0.708 },
+      { step: 120, metric: 'fBetaMean', value: null },
+    ]);
+    expect(plot).not.toBeNull();
+    expect(plot!.name).toBe('validation');
+    expect(plot!.points).toBe(2);
+    expect(plot!.svg).toContain('<svg');
+    expect(plot!.svg).toContain('fBetaMean');
+    expect(validationPlot([])).toBeNull();
+    expect(validationPlot([{ step: 3, metric: 'fBetaMean', value: null }])).toBeNull();
   });
 });

@@ -168,7 +168,7 @@ export const TRAINING_PLOT_SPECS: readonly TrainingPlotSpec[] = [
   },
 ];
 
-export interface TrainingPlot extends TrainingPlotSpec {
+export interface TrainingPlot extends Omit<TrainingPlotSpec, 'metric'> {
   svg: string;
   points: number;
 }
@@ -186,4 +186,22 @@ export function trainingPlots(
       svg: linePlotSvg({ title: spec.title, xLabel: 'training step', yLabel: spec.yLabel, points, smoothing }),
     };
   });
+}
+
+/**
+ * The validation curve: the held-out metric of each validated checkpoint (training.validation) over steps, drawn
+ * raw (a handful of points), beside the training reward it should follow. Null when nothing was validated.
+ */
+export function validationPlot(rows: readonly { step: number; metric: string; value: number | null }[]): TrainingPlot | null {
+  const points = rows.filter((r) => r.value !== null).map((r) => ({ x: r.step, y: r.value! }));
+  if (points.length === 0) return null;
+  const metric = rows[0]!.metric;
+  return {
+    name: 'validation',
+    title: 'Validation (held out)',
+    yLabel: metric,
+    figure: `${metric} of each validated checkpoint on the held-out instances`,
+    points: points.length,
+    svg: linePlotSvg({ title: 'Validation (held out)', xLabel: 'training step', yLabel: metric, points, smoothing: 0 }),
+  };
 }
