@@ -1,23 +1,14 @@
 import path from 'node:path';
 import { log } from '@temporalio/activity';
-import {
-  findCachedArtifact,
-  hashConfig,
-  readArtifactRows,
-  readJsonArtifact,
-  readRows,
-  writeJsonArtifact,
-  writeParquetArtifact,
-} from '../lib/artifacts';
+import { findCachedArtifact, hashConfig, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
 import { keptCandidates } from '../lib/labels/judge-artifacts';
 import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
-import { buildSamples, indexRetainedLabels, noSamplesMessage } from '../lib/labels/samples';
+import { buildSamples, noSamplesMessage, RetainedLabelIndex } from '../lib/labels/samples';
 import { ReasoningLengthStats, weighCandidate } from '../lib/labels/weights';
 import { WeightInputSchema, WeightSummarySchema, type WeightInput, type WeightOutput, type WeightSummary } from '../schemas/catm';
 import {
   CATM_LABELS_SCHEMA_NAME,
   CATM_LABELS_SCHEMA_VERSION,
-  CatmLabelSchema,
   SAMPLES_SCHEMA_NAME,
   SAMPLES_SCHEMA_VERSION,
   catmLabelsArrowSchema,
@@ -84,21 +75,23 @@ export async function weight(rawInput: WeightInput): Promise<WeightOutput> {
     const model = stats.model();
     progress.report({ stage: 'weight', done: 1, total: 3, unit: 'passes', counts: { weighted: stats.candidates } });
 
-    // Pass 2: weights, written as labels (every weighted file, with `retained`).
-    let retained = 0;
+    // Pass 2: weights, written as labels (every weighted file, with `retained`). The retained ones are indexed
+    // for the samples as they are written, in the file's order (they are few): the same labels, and the same
+    // ties, as reading labels.parquet back would give, without a third pass over what was just written.
+    const index = new RetainedLabelIndex();
     const labelRows = async function* (): AsyncGenerator<CatmLabel> {
       if (model === null) return;
       for await (const { candidate, verdict } of kept()) {
         const label = weighCandidate(candidate, verdict, model);
-        if (label.retained) retained++;
+        index.add(label);
         yield label;
       }
     };
     const labels = await writeParquetArtifact({ ...labelsOut, configHash, arrowSchema: catmLabelsArrowSchema, rows: labelRows() });
+    const retained = index.labelsRetained;
     progress.report({ stage: 'weight', done: 2, total: 3, unit: 'passes', counts: { weighted: stats.candidates, retained } });
 
-    // Samples: instances streamed, retained labels indexed in memory (few).
-    const index = await indexRetainedLabels(readArtifactRows(labels.uri, (row) => CatmLabelSchema.parse(row)));
+    // Samples: instances streamed, merged with the retained labels indexed above.
     const run = buildSamples(readRows(input.instancesPath), index, { source });
     const samples = await writeParquetArtifact({ ...samplesOut, configHash, arrowSchema: samplesArrowSchema, rows: run.samples }).catch(
       rethrowAsFailure,

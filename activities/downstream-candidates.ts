@@ -5,7 +5,7 @@ import {
   type RetrieveDownstreamCandidatesInput,
   type RetrieveDownstreamCandidatesOutput,
 } from '../schemas/downstream/activity-io';
-import { ProgressReporter, rethrowPredictorFailure } from './kit';
+import { ProgressReporter, rethrowPredictorFailure, type ActivityDeps } from './kit';
 
 /**
  * The files a served trained policy finds for every downstream instance (a configuration with source `agent`;
@@ -13,7 +13,15 @@ import { ProgressReporter, rethrowPredictorFailure } from './kit';
  * runs it while the policy server it started answers. Finished instances are kept, so a retry asks only about
  * the rest.
  */
-export async function retrieveDownstreamCandidates(
+export function makeRetrieveDownstreamCandidates(
+  deps: Pick<ActivityDeps, 'env'>,
+): (input: RetrieveDownstreamCandidatesInput) => Promise<RetrieveDownstreamCandidatesOutput> {
+  return (input) => retrieveDownstreamCandidates(deps, input);
+}
+
+/** `retrieveDownstreamCandidates` with the worker's deps: the policy's API key (its retriever's `apiKeyEnv`) is read from `deps.env`. */
+async function retrieveDownstreamCandidates(
+  deps: Pick<ActivityDeps, 'env'>,
   rawInput: RetrieveDownstreamCandidatesInput,
 ): Promise<RetrieveDownstreamCandidatesOutput> {
   const input = RetrieveDownstreamCandidatesInputSchema.parse(rawInput);
@@ -29,6 +37,7 @@ export async function retrieveDownstreamCandidates(
       checkouts: input.checkouts,
       ...(input.isolation ? { isolation: input.isolation } : {}),
       signal: Context.current().cancellationSignal,
+      env: deps.env,
       onProgress: (done, total) => progress.report({ stage: 'plan', done, total, unit, counts: {} }),
     });
     log.info('downstream candidates: done', { configuration: input.configuration, ...retrieved, predictions: retrieved.predictions.uri });

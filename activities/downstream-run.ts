@@ -6,7 +6,7 @@ import { findPair, finishedRecord, loadPlan, recordExpectation } from '../lib/do
 import { withRepoLock } from '../lib/worktrees/repo-lock';
 import { RunDownstreamPairInputSchema, type RunDownstreamPairInput, type RunDownstreamPairOutput } from '../schemas/downstream/activity-io';
 import type { PlannedPair } from '../schemas/downstream/plan';
-import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
+import { invalidInput, ProgressReporter, rethrowAsFailure, type ActivityDeps } from './kit';
 
 /**
  * One (configuration, instance) run of the downstream study (CodeGrep §4.3; lib/downstream/runs/run-pair.ts), written
@@ -15,7 +15,14 @@ import { invalidInput, ProgressReporter, rethrowAsFailure } from './kit';
  * pair again. Past `runTimeoutMs` the agent and harness processes are killed and the pair is an `error` row, not
  * a retry. Cancellation of the workflow kills them too.
  */
-export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promise<RunDownstreamPairOutput> {
+export function makeRunDownstreamPair(
+  deps: Pick<ActivityDeps, 'env'>,
+): (input: RunDownstreamPairInput) => Promise<RunDownstreamPairOutput> {
+  return (input) => runDownstreamPair(deps, input);
+}
+
+/** `runDownstreamPair` with the worker's deps: the agent's API key is `deps.env[agent.apiKeyEnv]`, and its processes inherit `deps.env`. */
+async function runDownstreamPair(deps: Pick<ActivityDeps, 'env'>, rawInput: RunDownstreamPairInput): Promise<RunDownstreamPairOutput> {
   const input = RunDownstreamPairInputSchema.parse(rawInput);
   const context = Context.current();
   const plan = await loadPlan(input.plan).catch(rethrowAsFailure);
@@ -42,6 +49,7 @@ export async function runDownstreamPair(rawInput: RunDownstreamPairInput): Promi
           pair,
           signal: context.cancellationSignal,
           attempt: context.info.attempt,
+          env: deps.env,
         });
         if (trajectory.length > 0)
           await writeBytesAtomically(trajectoryPathFor(pair.recordPath), `${JSON.stringify(trajectory, null, 1)}\n`);

@@ -12,8 +12,8 @@ import { findRunArtifact } from './run-artifact';
 import { materializeWorktrees } from './environment-materialize';
 import { deriveGroundTruth } from './environment-ground-truth';
 import { planDownstream } from './downstream-plan';
-import { retrieveDownstreamCandidates } from './downstream-candidates';
-import { runDownstreamPair } from './downstream-run';
+import { makeRetrieveDownstreamCandidates } from './downstream-candidates';
+import { makeRunDownstreamPair } from './downstream-run';
 import { summarizeDownstream } from './downstream-summary';
 import { planEvaluation } from './evaluation-plan';
 import { makeEvaluateShard } from './evaluation-shard';
@@ -46,8 +46,8 @@ export function createActivities(deps: ActivityDeps) {
     materializeWorktrees,
     deriveGroundTruth,
     planDownstream,
-    retrieveDownstreamCandidates,
-    runDownstreamPair,
+    retrieveDownstreamCandidates: makeRetrieveDownstreamCandidates(deps),
+    runDownstreamPair: makeRunDownstreamPair(deps),
     summarizeDownstream,
     planEvaluation,
     evaluateShard: makeEvaluateShard(deps),

@@ -12,12 +12,12 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * heartbeated. A retry (a killed worker, a crashed trainer) reaps the trainer the last attempt left and resumes
  * from its newest checkpoint; a finished fine-tune is returned without starting the trainer again.
  */
-export function makeFineTuneRft(deps: Pick<ActivityDeps, 'logger'>): (input: FineTuneRftInput) => Promise<FineTuneRftOutput> {
+export function makeFineTuneRft(deps: Pick<ActivityDeps, 'env' | 'logger'>): (input: FineTuneRftInput) => Promise<FineTuneRftOutput> {
   return (input) => fineTuneRft(deps, input);
 }
 
 /** `fineTuneRft` with the worker's deps: lines logged after the activity ended go to `deps.logger`. */
-async function fineTuneRft(deps: Pick<ActivityDeps, 'logger'>, rawInput: FineTuneRftInput): Promise<FineTuneRftOutput> {
+async function fineTuneRft(deps: Pick<ActivityDeps, 'env' | 'logger'>, rawInput: FineTuneRftInput): Promise<FineTuneRftOutput> {
   const input = FineTuneRftInputSchema.parse(rawInput);
   const context = Context.current();
   const log = captureActivityLog(context, deps.logger);
@@ -30,6 +30,7 @@ async function fineTuneRft(deps: Pick<ActivityDeps, 'logger'>, rawInput: FineTun
   try {
     return await rft.runSft(input, {
       projectRoot,
+      env: deps.env,
       cancellation: context.cancellationSignal,
       onProgress: (progress) => {
         latest = progress;

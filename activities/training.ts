@@ -18,12 +18,20 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * workflow asked for (pause, stop, a lower budget) returns the checkpointed step normally, any other (worker
  * shutdown, timeout) fails the attempt so it is retried.
  */
-export function makeTrainSegment(deps: Pick<ActivityDeps, 'client' | 'logger'>): (input: TrainSegmentInput) => Promise<TrainSegmentResult> {
+export function makeTrainSegment(
+  deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env' | 'logger'>,
+): (input: TrainSegmentInput) => Promise<TrainSegmentResult> {
   return (input) => trainSegment(deps, input);
 }
 
-/** `trainSegment` with the worker's deps: progress is signalled through `deps.client` (none: heartbeats only). */
-async function trainSegment(deps: Pick<ActivityDeps, 'client' | 'logger'>, rawInput: TrainSegmentInput): Promise<TrainSegmentResult> {
+/**
+ * `trainSegment` with the worker's deps: progress is signalled through `deps.client` (none: heartbeats only); with a
+ * store the segment trains under `deps.nodeDataDir`; the trainer starts with `deps.env`.
+ */
+async function trainSegment(
+  deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env' | 'logger'>,
+  rawInput: TrainSegmentInput,
+): Promise<TrainSegmentResult> {
   const input = TrainSegmentInputSchema.parse(rawInput);
   const context = Context.current();
   // Captured now: the trainer's force-kill, the store's push errors and the environment server log from callbacks
@@ -62,6 +70,8 @@ async function trainSegment(deps: Pick<ActivityDeps, 'client' | 'logger'>, rawIn
       attempt: context.info.attempt,
       startedAt: Date.now(),
       projectRoot,
+      nodeDataDir: deps.nodeDataDir,
+      env: deps.env,
       cancellation,
       progress,
       log,

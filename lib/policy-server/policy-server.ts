@@ -32,7 +32,8 @@ export interface StartPolicyServerOptions {
   host?: string;
   /** A port to bind (a retried server keeps its URL); 0 or absent: any free one. */
   port?: number;
-  env?: NodeJS.ProcessEnv;
+  /** The environment the server starts with (a worker's, read once at start: CUDA devices, caches, HF_HOME). */
+  env: NodeJS.ProcessEnv;
   /** How long loading the model may take before the start is given up (default 10 min). */
   readyTimeoutMs?: number;
   /** Stops the server (and a start still waiting) when it aborts. */
@@ -148,7 +149,7 @@ export async function servesCheckpoint(root: string, checkpoint: ServedCheckpoin
 }
 
 export async function startPolicyServer(options: StartPolicyServerOptions): Promise<RunningPolicyServer> {
-  const env = options.env ?? process.env;
+  const { env } = options;
   const host = options.host ?? '127.0.0.1';
   const files = policyServerFiles(options.logDir);
   await mkdir(options.logDir, { recursive: true });

@@ -150,6 +150,8 @@ function nextAttempt(dir: string): number {
 export interface SftContext {
   /** Where `python -m trainer.sft` runs (the project root). */
   projectRoot: string;
+  /** The environment trainer.sft starts with (the worker's, read once at start: CUDA, caches, HF_HOME). */
+  env: Readonly<Record<string, string | undefined>>;
   cancellation: AbortSignal;
   onProgress(progress: { step: number; checkpointStep: number | null }): void;
   log: { info(message: string, meta?: Record<string, unknown>): void; warn(message: string, meta?: Record<string, unknown>): void };
@@ -215,7 +217,7 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
   const resumeFrom = sftCheckpoints(input.runDir).at(-1) ?? null;
   const trainer = startProcessGroup(input.python, ['-m', 'trainer.sft', '--config', files.config, '--resume', 'latest'], {
     cwd: context.projectRoot,
-    env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    env: { ...context.env, PYTHONUNBUFFERED: '1' },
     stdout: { file: files.stdout },
     stderr: { file: files.stderr },
     graceMs: input.sft.stopGraceMs,

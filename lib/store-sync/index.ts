@@ -1,5 +1,5 @@
 export { localCheckpoints, localTraining, newestLocalCheckpoint, storeTraining, stepDirName, segmentName } from './layout';
-export { nodeDataDir, nodeRunDir, runDirOnNode } from './node-data-dir';
+export { nodeDataDir, runDirOnNode } from './node-data-dir';
 export { publishRunArtifact } from './publish';
 export {
   SegmentMirror,

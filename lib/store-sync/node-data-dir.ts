@@ -6,16 +6,11 @@ import path from 'node:path';
  * `CODEGREP_DATA_DIR` environment variable; null when unset (they then use the run directory the workflow names,
  * as without a store). A worker reads it once at start (workers/create-worker.ts) and injects it into activities.
  */
-export function nodeDataDir(env: Readonly<Record<string, string | undefined>> = process.env): string | null {
+export function nodeDataDir(env: Readonly<Record<string, string | undefined>>): string | null {
   return env.CODEGREP_DATA_DIR ? path.resolve(env.CODEGREP_DATA_DIR) : null;
 }
 
 /** The run directory a stage with a store works in on a node whose data dir is `dataDir`: `<dataDir>/<runId>`, else `runDir`. */
 export function runDirOnNode(runDir: string, runId: string, dataDir: string | null): string {
   return dataDir ? path.join(dataDir, runId) : runDir;
-}
-
-/** `runDirOnNode` with the data dir of `env` (CODEGREP_DATA_DIR). */
-export function nodeRunDir(runDir: string, runId: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
-  return runDirOnNode(runDir, runId, nodeDataDir(env));
 }

@@ -20,7 +20,7 @@ import {
   inspectStoredRun,
   loggedSteps,
   materializeSampleWorktrees,
-  nodeRunDir,
+  nodeDataDir,
   publishRunArtifact,
   pullTrainingRecords,
   readLogParts,
@@ -73,8 +73,8 @@ describe('store URIs in the config', () => {
   });
 
   it('a node data dir replaces the run dir only where one is set', () => {
-    expect(nodeRunDir('/shared/runs/r1', 'r1', {})).toBe('/shared/runs/r1');
-    expect(nodeRunDir('/shared/runs/r1', 'r1', { CODEGREP_DATA_DIR: '/local/gpu' })).toBe('/local/gpu/r1');
+    expect(nodeDataDir({})).toBeNull();
+    expect(nodeDataDir({ CODEGREP_DATA_DIR: '/local/gpu' })).toBe('/local/gpu');
     expect(runDirOnNode('/shared/runs/r1', 'r1', '/local/worker')).toBe('/local/worker/r1');
     expect(runDirOnNode('/shared/runs/r1', 'r1', null)).toBe('/shared/runs/r1');
   });

@@ -59,6 +59,10 @@ export interface SegmentContext {
   startedAt: number;
   /** Where `python -m trainer.train` runs (the project root, so the `trainer` package imports). */
   projectRoot: string;
+  /** This node's data dir (activities/kit/deps.ts): with a store, the segment trains in `<nodeDataDir>/<runId>`. */
+  nodeDataDir: string | null;
+  /** The environment the trainer starts with (the worker's, read once at start: CUDA, caches, HF_HOME). */
+  env: Readonly<Record<string, string | undefined>>;
   cancellation: AbortSignal;
   progress: SegmentProgress;
   log: SegmentLog;
@@ -77,6 +81,7 @@ async function prepareSegment(parsed: SegmentInput, context: SegmentContext) {
         store: parsed.store,
         runId: parsed.runId,
         runDir: parsed.runDir,
+        nodeDataDir: context.nodeDataDir,
         segment: parsed.segment,
         attempt: context.attempt,
         startedAt: context.startedAt,
@@ -149,7 +154,7 @@ async function launchTrainer(options: {
       python: t.python,
       args: trainerArgs(t, files.config),
       cwd: context.projectRoot,
-      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+      env: { ...context.env, PYTHONUNBUFFERED: '1' },
       files,
       pidFile: options.pidFile,
       segment: input.segment,

@@ -12,7 +12,8 @@ type WrittenMetrics = Awaited<ReturnType<typeof writeSegmentMetrics>>;
  *
  * - on the shared disk (`localSegmentStorage`): the segment trains in the run's own directory, which every node
  *   sees; the environment stage's worktrees serve the samples, and the result names local paths;
- * - in the run store (`storeSegmentStorage`): the node trains in its own run dir (CODEGREP_DATA_DIR/<runId>),
+ * - in the run store (`storeSegmentStorage`): the node trains in its own run dir (`<nodeDataDir>/<runId>`, the
+ *   data dir the worker read at start: activities/kit/deps.ts),
  *   makes the samples' worktrees itself, pulls the store's newest checkpoint and this segment's earlier logs
  *   first, pushes each checkpoint as the trainer reports it, and the result names the store's copies.
  *
@@ -53,6 +54,8 @@ export interface StoreSegmentOptions {
   runId: string;
   /** The run directory the input names (on the CPU worker's disk); this node's own is derived from its run id. */
   runDir: string;
+  /** This node's data dir (the worker's CODEGREP_DATA_DIR, read once at start); null: the node trains in `runDir`. */
+  nodeDataDir: string | null;
   segment: number;
   attempt: number;
   startedAt: number;
@@ -70,7 +73,7 @@ export async function storeSegmentStorage(options: StoreSegmentOptions): Promise
     attempt: options.attempt,
     startedAt: options.startedAt,
     keepCheckpoints: options.keepCheckpoints,
-    localRunDir: storeSync.nodeRunDir(options.runDir, options.runId),
+    localRunDir: storeSync.runDirOnNode(options.runDir, options.runId, options.nodeDataDir),
     onPushError: options.onPushError,
   });
   const runDir = mirror.localRunDir;
@@ -86,7 +89,7 @@ export async function storeSegmentStorage(options: StoreSegmentOptions): Promise
     sampleWorktrees: (samplesUri, signal) =>
       storeSync.materializeSampleWorktrees(samplesUri, {
         repoSource: options.store.repoSource,
-        dataDir: storeSync.nodeDataDir() ?? path.dirname(runDir),
+        dataDir: options.nodeDataDir ?? path.dirname(runDir),
         signal,
       }),
     // A step line covers its checkpoint: the checkpoint's marker may go up now.

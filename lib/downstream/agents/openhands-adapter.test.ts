@@ -70,7 +70,7 @@ const template = (mode: string) =>
   `"${process.execPath}" "${script}" --mode ${mode} --instance {instance_id} --prompt {prompt_file} --workdir {workdir} --out {output_dir} --repo={repo}@{base_commit}`;
 
 async function runAdapter(mode: string, instance: DownstreamInstance = fixture.instance, overrides: Partial<OpenHandsAdapterOptions> = {}) {
-  const adapter = createOpenHandsAdapter({ command: template(mode), timeoutMs: 30_000, ...overrides });
+  const adapter = createOpenHandsAdapter({ command: template(mode), timeoutMs: 30_000, inheritedEnv: process.env, ...overrides });
   const checkout = await fixture.worktrees.create(instance.repo, instance.base_commit, `openhands-${mode}`);
   try {
     const result = await adapter.run(instance, 'PROMPT: fix add\n<candidate_files>\n- calc/ops.py\n</candidate_files>\n', {
@@ -151,6 +151,8 @@ describe('OpenHands adapter', () => {
   });
 
   it('refuses a template with an unknown placeholder', () => {
-    expect(() => createOpenHandsAdapter({ command: 'run {instance}', timeoutMs: 1000 })).toThrow(/unknown placeholder \{instance\}/);
+    expect(() => createOpenHandsAdapter({ command: 'run {instance}', timeoutMs: 1000, inheritedEnv: {} })).toThrow(
+      /unknown placeholder \{instance\}/,
+    );
   });
 });

@@ -41,6 +41,8 @@ export interface OpenHandsAdapterOptions {
   timeoutMs: number;
   /** Output file name inside {output_dir}; may itself use {instance_id}. Default `output.jsonl`. */
   outputFile?: string;
+  /** The environment the command inherits (the worker's, read once at start: activities/kit/deps.ts). */
+  inheritedEnv: Readonly<Record<string, string | undefined>>;
   /** Added to the inherited environment (e.g. LLM_BASE_URL, LLM_MODEL for OpenHands' config). */
   env?: Record<string, string>;
   /** Working directory of the command (e.g. an OpenHands checkout); default the output directory. */
@@ -76,7 +78,7 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
       const result = await runProcess(argv, {
         cwd: options.cwd ?? outputDir,
         timeoutMs: options.timeoutMs,
-        env: { ...process.env, ...options.env },
+        env: { ...options.inheritedEnv, ...options.env },
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       });
       if (result.aborted) throw ctx.signal?.reason ?? new Error('OpenHands run cancelled');

@@ -87,6 +87,7 @@ const harness = (mode = 'run', timeoutMs = 60_000) =>
     workDir: path.join(dir, 'work dir'),
     modelName: 'acme/codegrep-v3',
     timeoutMs,
+    inheritedEnv: process.env,
   });
 
 describe('SWE-bench harness adapter', () => {
@@ -134,6 +135,7 @@ describe('SWE-bench harness adapter', () => {
       command: [process.execPath, '-e', 'process.exit(1)', '{predictions_path}'],
       workDir: path.join(dir, 'broken'),
       timeoutMs: 30_000,
+      inheritedEnv: process.env,
     });
     const result = await broken.evaluate(instance('calc-x'), 'diff FIX');
     expect(result.outcome).toBe('error');
@@ -146,9 +148,9 @@ describe('SWE-bench harness adapter', () => {
   });
 
   it('refuses a command without the predictions path and duplicate instances', async () => {
-    expect(() => createSweBenchHarness({ command: 'python -m swebench.harness.run_evaluation', workDir: dir, timeoutMs: 1000 })).toThrow(
-      /must pass \{predictions_path\}/,
-    );
+    expect(() =>
+      createSweBenchHarness({ command: 'python -m swebench.harness.run_evaluation', workDir: dir, timeoutMs: 1000, inheritedEnv: {} }),
+    ).toThrow(/must pass \{predictions_path\}/);
     await expect(
       harness().evaluateBatch([
         { instance: instance('a'), patch: 'x' },

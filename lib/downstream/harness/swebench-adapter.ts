@@ -39,6 +39,9 @@ export interface SweBenchHarnessOptions {
   /** `model_name_or_path` of the predictions (default `codegrep`). */
   modelName?: string;
   timeoutMs: number;
+  /** The environment the command inherits (the worker's, read once at start: activities/kit/deps.ts). */
+  inheritedEnv: Readonly<Record<string, string | undefined>>;
+  /** Added to the inherited environment. */
   env?: Record<string, string>;
   name?: string;
 }
@@ -108,7 +111,7 @@ export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBench
     const run = await runProcess(argv, {
       cwd: outputDir,
       timeoutMs: options.timeoutMs,
-      env: { ...process.env, ...options.env },
+      env: { ...options.inheritedEnv, ...options.env },
       ...(evalOptions.signal ? { signal: evalOptions.signal } : {}),
     });
     if (run.aborted) throw evalOptions.signal?.reason ?? new Error('SWE-bench harness cancelled');

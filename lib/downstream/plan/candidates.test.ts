@@ -17,8 +17,11 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-candidates-'));
 const runDir = path.join(work, 'runs', 'r');
 let fixture: CalcFixture;
 let policy: ScriptedOpenAiServer;
+const KEY = 'CODEGREP_CANDIDATES_TEST_KEY';
+const processKeyBefore = process.env[KEY];
 
 beforeAll(async () => {
+  process.env[KEY] = 'key-of-the-process';
   fixture = buildCalcFixture(work);
   // One tool call, then an answer naming the buggy file of the issue it was given.
   policy = await startScriptedOpenAiServer({
@@ -33,6 +36,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  if (processKeyBefore === undefined) delete process.env[KEY];
+  else process.env[KEY] = processKeyBefore;
   await policy?.close();
   rmSync(work, { recursive: true, force: true });
 });
@@ -40,6 +45,7 @@ afterAll(async () => {
 const retriever = (): AgentRetrieverConfig => ({
   name: 'trained-agent',
   kind: 'agent',
+  apiKeyEnv: KEY,
   baseUrl: policy.baseUrl,
   model: 'r/step-00000002',
   answerFormat: 'codegrep',
@@ -68,6 +74,8 @@ const retrieve = () =>
     checkouts: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors }, cacheDir: path.join(work, 'cache') },
     isolation: 'filter-only',
     signal: new AbortController().signal,
+    // The worker's environment, not this process's (which has another value under the name: beforeAll).
+    env: { [KEY]: 'key-the-worker-read' },
   });
 
 describe('retrieveCandidates', () => {
@@ -89,6 +97,8 @@ describe('retrieveCandidates', () => {
       });
     // Each episode's tools answered from a checkout of the instance's commit, and every checkout is gone.
     expect(policy.requests).toHaveLength(6);
+    // The policy's key is the one of the environment the run was given.
+    expect(new Set(policy.requests.map((r) => r.headers.authorization))).toEqual(new Set(['Bearer key-the-worker-read']));
     const toolReplies = policy.requests.flatMap((r) => (r.body?.messages ?? []).filter((m) => m.role === 'tool'));
     expect(toolReplies).toHaveLength(3);
     for (const message of toolReplies) expect(JSON.stringify(message.content)).toContain('calc/units.py');
@@ -118,6 +128,7 @@ describe('retrieveCandidates', () => {
         instancesFile: fixture.instancesPath,
         checkouts: { repoSource: { kind: 'mirror-dir', dir: fixture.mirrors }, cacheDir: path.join(work, 'cache') },
         signal: new AbortController().signal,
+        env: {},
       }),
     ).rejects.toThrow(/no served policy/);
   });

@@ -45,7 +45,8 @@ export interface RetrieveCandidatesOptions {
   signal: AbortSignal;
   /** Instances done so far (records found included). */
   onProgress?: (done: number, total: number) => void;
-  env?: Record<string, string | undefined>;
+  /** The worker's environment (activities/kit/deps.ts): the served policy's API key, when its retriever names one. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 export interface RetrievedCandidates {
@@ -112,7 +113,7 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
     signal: options.signal,
     embeddingCacheDir: path.join(dir, 'unused-embeddings'),
     ...(options.isolation ? { isolation: options.isolation } : {}),
-    ...(options.env ? { env: options.env } : {}),
+    env: options.env,
   });
   let done = 0;
   let reused = 0;

@@ -7,10 +7,16 @@ import { createOpenHandsAdapter } from '../agents/openhands-adapter';
 import type { RunWorktreeFactory } from './run-worktree';
 import { createSweBenchHarness } from '../harness/swebench-adapter';
 
-/** The agent the `downstream.agent` section describes; the API key is read from the environment here, never from config. */
-export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent {
+/** The environment a downstream run reads: the worker's, read once at start (activities/kit/deps.ts). */
+export type RunEnv = Readonly<Record<string, string | undefined>>;
+
+/**
+ * The agent the `downstream.agent` section describes; the API key is read from `env` (the variable the config
+ * names), never from config. An OpenHands command inherits `env`.
+ */
+export function agentFromConfig(config: DownstreamAgentConfig, env: RunEnv): DownstreamAgent {
   if (config.kind === 'builtin') {
-    const apiKey = process.env[config.apiKeyEnv];
+    const apiKey = env[config.apiKeyEnv];
     return createBuiltinAgent({
       endpoint: { baseUrl: config.baseUrl, model: config.model, ...(apiKey ? { apiKey } : {}) },
       maxRounds: config.maxRounds,
@@ -25,6 +31,7 @@ export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent 
   return createOpenHandsAdapter({
     command: config.command,
     timeoutMs: config.timeoutMs,
+    inheritedEnv: env,
     ...(config.outputFile ? { outputFile: config.outputFile } : {}),
     ...(config.env ? { env: config.env } : {}),
     ...(config.cwd ? { cwd: config.cwd } : {}),
@@ -33,9 +40,14 @@ export function agentFromConfig(config: DownstreamAgentConfig): DownstreamAgent 
 
 /**
  * The harness the `downstream.harness` section describes. The local harness checks patches out through
- * `worktrees`; the SWE-bench one writes its predictions and reports under `swebenchDir`.
+ * `worktrees`; the SWE-bench one writes its predictions and reports under `swebenchDir`, and its command inherits `env`.
  */
-export function harnessFromConfig(config: DownstreamHarnessConfig, worktrees: RunWorktreeFactory, swebenchDir: string): Harness {
+export function harnessFromConfig(
+  config: DownstreamHarnessConfig,
+  worktrees: RunWorktreeFactory,
+  swebenchDir: string,
+  env: RunEnv,
+): Harness {
   if (config.kind === 'local') {
     return createLocalHarness({
       worktrees,
@@ -49,6 +61,7 @@ export function harnessFromConfig(config: DownstreamHarnessConfig, worktrees: Ru
     command: config.command,
     workDir: swebenchDir,
     timeoutMs: config.timeoutMs,
+    inheritedEnv: env,
     ...(config.modelName ? { modelName: config.modelName } : {}),
     ...(config.env ? { env: config.env } : {}),
   });

@@ -7,7 +7,7 @@ import type { DownstreamPlan, PlannedConfiguration, PlannedPair } from '../../..
 import type { DownstreamAction, DownstreamRunRecord } from '../../../schemas/downstream/run-record';
 import type { DownstreamRunOutcomeRow, DownstreamRunPolicyColumns } from '../../../schemas/downstream/runs';
 import type { RepoSource } from '../../../schemas/worktrees';
-import { agentFromConfig, harnessFromConfig } from './from-config';
+import { agentFromConfig, harnessFromConfig, type RunEnv } from './from-config';
 import { checkoutDirFor, downstreamPaths, trajectoryPathFor } from '../layout';
 import { runDownstreamInstance, type DownstreamInstanceRun } from './run-instance';
 import { gitRunWorktrees } from './run-worktree';
@@ -27,6 +27,8 @@ export interface RunPlannedPairOptions {
   signal: AbortSignal;
   /** Temporal attempt, kept in the record. */
   attempt: number;
+  /** The worker's environment (activities/kit/deps.ts): the agent's API key, the agent's and harness's processes. */
+  env: RunEnv;
 }
 
 /** A finished run: its record, and the conversation to store beside it (empty when the agent gave none). */
@@ -66,8 +68,8 @@ export async function runPlannedPair(options: RunPlannedPairOptions): Promise<Pl
       configuration: { name: configuration.name, source: configuration.source, ...(configuration.k ? { k: configuration.k } : {}) },
       instance,
       ...(pair.predictedFiles ? { predictedFiles: pair.predictedFiles } : {}),
-      agent: agentFromConfig(options.agent),
-      harness: harnessFromConfig(options.harness, worktrees, downstreamPaths(runDir).swebench),
+      agent: agentFromConfig(options.agent, options.env),
+      harness: harnessFromConfig(options.harness, worktrees, downstreamPaths(runDir).swebench, options.env),
       worktrees,
       signal: run.signal,
     });

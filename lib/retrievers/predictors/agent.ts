@@ -29,8 +29,7 @@ export function agentPredictor(retriever: Extract<RetrieverConfig, { kind: 'agen
   }
   const codescout = answerFormat === 'codescout';
   const shape: OutputShape = { ranked: false, lineRanges: !codescout, modules: codescout, functions: codescout };
-  const env = context.env ?? process.env;
-  const apiKey = retriever.apiKeyEnv ? env[retriever.apiKeyEnv]?.trim() || undefined : undefined;
+  const apiKey = retriever.apiKeyEnv ? context.env[retriever.apiKeyEnv]?.trim() || undefined : undefined;
   const endpoint = { baseUrl, model, ...(apiKey ? { apiKey } : {}) };
   return {
     concurrency: retriever.concurrency,

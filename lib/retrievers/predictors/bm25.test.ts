@@ -39,6 +39,7 @@ describe('bm25Predictor', () => {
     const predictor = bm25Predictor(retriever, {
       signal: new AbortController().signal,
       embeddingCacheDir: path.join(dataDir, 'embeddings'),
+      env: {},
     });
     try {
       for (const [i, commit] of repo.commits.entries()) {

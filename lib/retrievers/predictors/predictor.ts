@@ -41,7 +41,8 @@ export interface PredictorContext {
   termCacheDir?: string;
   /** Long work inside a prediction (embedding a repository's new blobs) reports here: the activity's heartbeats. */
   onProgress?: (progress: StageProgress) => void;
-  env?: Record<string, string | undefined>;
+  /** The environment the worker read at start (activities/kit/deps.ts): an agent retriever's API key is `env[apiKeyEnv]`. */
+  env: Readonly<Record<string, string | undefined>>;
   /** How the agent retriever's tools are isolated (the run config's `sandbox.isolation`; default namespace). */
   isolation?: SandboxIsolation;
 }
