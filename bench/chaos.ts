@@ -43,8 +43,17 @@ import { repoRoot, sharedData } from '../test/support/repo-root';
 import { reply, startScriptedOpenAiServer, type ScriptedOpenAiServer } from '../test/support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
 import { agentScript, buildCalcFixture, calcDownstreamInput, pythonWithPytest } from '../test/integration/downstream-fixture';
-
-type Row = Record<string, unknown>;
+import {
+  compareSegmentSplit,
+  dropKeys,
+  isSegmentFile,
+  parquetRows,
+  stable,
+  TRAINING_METRICS_SPLIT,
+  withoutSegmentInputs,
+  type Row,
+  type SegmentSplit,
+} from './chaos-compare';
 
 interface Scenario {
   stage: string;
@@ -74,6 +83,11 @@ interface Scenario {
    * the step it stopped at (trainer/README.md "Checkpoints, stopping, resuming"), a step no reference stopped at.
    */
   addedByDesign?: RegExp;
+  /**
+   * Per-segment files whose split of the run's steps depends on timing by design (bench/chaos-compare.ts
+   * SegmentSplit): compared as one table, each step once, rather than file by file.
+   */
+  segmentSplit?: SegmentSplit;
   /** What a trial does to the run: SIGKILL the workers (the default), or stall the GPU worker past its heartbeat timeout. */
   fault?: 'kill' | 'stall-gpu-worker' | PolicyServerFault;
   /** Scenarios of one group share their two reference runs (the same run, faulted differently). */
@@ -298,10 +312,7 @@ function listFiles(dir: string): string[] {
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 async function contentOf(file: string): Promise<unknown> {
-  if (file.endsWith('.parquet'))
-    return (await readParquetObjects(file)).map(
-      (r) => JSON.parse(JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Row,
-    );
+  if (file.endsWith('.parquet')) return parquetRows(file);
   if (file.endsWith('.json')) return JSON.parse(readFileSync(file, 'utf8'));
   if (file.endsWith('.jsonl'))
     return readFileSync(file, 'utf8')
@@ -310,29 +321,6 @@ async function contentOf(file: string): Promise<unknown> {
       .map((l) => JSON.parse(l) as unknown)
       .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   return readFileSync(file, 'utf8').split('\n'); // a text report: compared line by line
-}
-
-/** Drops, at every depth, the fields whose values differ between the two references (varying by design). */
-function stable(value: unknown, refA: unknown, refB: unknown): unknown {
-  if (Array.isArray(value) && Array.isArray(refA) && Array.isArray(refB)) {
-    // A list of names whose order differs between the references (PEFT writes `target_modules` from a Python set): a set.
-    const sorted = (list: unknown[]) => JSON.stringify(list.map((v) => JSON.stringify(v)).sort());
-    if (JSON.stringify(refA) !== JSON.stringify(refB) && sorted(refA) === sorted(refB)) return JSON.parse(sorted(value)) as unknown;
-    // An element (a report's line, a list's number) that differs between the references is left out.
-    const varies = (i: number) => typeof refA[i] !== 'object' && JSON.stringify(refA[i]) !== JSON.stringify(refB[i]);
-    return value.flatMap((v, i) => (varies(i) ? [] : [stable(v, refA[i], refB[i])]));
-  }
-  if (value && typeof value === 'object' && refA && typeof refA === 'object' && refB && typeof refB === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      const a = (refA as Row)[k];
-      const b = (refB as Row)[k];
-      if (JSON.stringify(a) !== JSON.stringify(b) && (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null)) continue;
-      out[k] = stable(v, a, b);
-    }
-    return out;
-  }
-  return value;
 }
 
 interface Snapshot {
@@ -366,19 +354,6 @@ function stripVolatile(line: unknown): unknown {
   return Object.fromEntries(
     Object.entries(line).filter(([k]) => !/^(at|ts|time|timestamp|writtenAt|judgedAt|attempt|pid|ms|latencyMs)$/i.test(k)),
   );
-}
-
-function dropKeys(value: unknown, keys: string[]): unknown {
-  if (Array.isArray(value)) return value.map((row) => dropKeys(row, keys)); // a table: the fields of every row
-  if (!value || typeof value !== 'object') return value;
-  const copy = JSON.parse(JSON.stringify(value)) as Row;
-  for (const key of keys) {
-    const parts = key.split('.');
-    let at: Row | undefined = copy;
-    for (const part of parts.slice(0, -1)) at = at?.[part] as Row | undefined;
-    if (at) delete at[parts.at(-1)!];
-  }
-  return copy;
 }
 
 /** For a differing table: the first rows whose fields (minus those that vary between the references) differ, field by field. */
@@ -422,18 +397,23 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
   }
   const differsOnlyByResume: string[] = [];
   const rowDiffs: Record<string, unknown[]> = {};
+  const split = scenario.segmentSplit;
   for (const file of refA.files) {
     if (journal && file.startsWith(`${journal}/`)) continue;
     if (scenario.perAttempt?.test(file)) continue;
+    if (split && isSegmentFile(split, file)) continue; // compared as one table below
     if (resume && resume.file.test(file.replace(/\.manifest\.json$/, ''))) {
       const isManifest = file.endsWith('.manifest.json');
-      const keys = isManifest ? ['sha256', 'bytes'] : resume.keys;
+      const mergedSplit = split && file.replace(/\.manifest\.json$/, '') === split.merged ? split : null;
+      // The merged file's rows say which segment recorded each step, and its manifest lists the segments' files.
+      const keys = isManifest ? ['sha256', 'bytes'] : [...resume.keys, ...(mergedSplit?.recordedAt ?? [])];
+      const view = (content: unknown) => (mergedSplit && isManifest ? withoutSegmentInputs(mergedSplit, content) : content);
       const inTrial = path.join(trial.dir, file);
       if (!existsSync(inTrial)) {
         differing.push(`${file} (missing)`);
         continue;
       }
-      const [ct, ca, cb] = await Promise.all([inTrial, path.join(refA.dir, file), path.join(refB.dir, file)].map(contentOf));
+      const [ct, ca, cb] = (await Promise.all([inTrial, path.join(refA.dir, file), path.join(refB.dir, file)].map(contentOf))).map(view);
       if (JSON.stringify(stable(dropKeys(ct, keys), ca, cb)) === JSON.stringify(stable(dropKeys(ca, keys), ca, cb))) {
         if (sha256(inTrial) === sha256(path.join(refA.dir, file))) identical += 1;
         else differsOnlyByResume.push(file);
@@ -468,8 +448,25 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     differing.push(file);
     rowDiffs[file] = await fieldDiffs(inTrial, path.join(refA.dir, file), path.join(refB.dir, file));
   }
+  let segmentSplit: { trial: string[]; reference: string[] } | null = null;
+  if (split) {
+    const union = await compareSegmentSplit(split, trial.dir, refA.dir, refB.dir);
+    segmentSplit = { trial: union.trialSegments, reference: union.referenceSegments };
+    if (!union.same) {
+      differing.push(`${split.label} (union of the segments' rows)`);
+      rowDiffs[split.label] = [
+        ...union.rowDiffs,
+        ...(union.stepsTwice.length > 0 ? [{ stepsInTwoSegments: union.stepsTwice }] : []),
+        ...union.problems.map((problem) => ({ problem })),
+      ];
+    }
+  }
   const unexpected = trial.files.filter(
-    (f) => !refA.files.includes(f) && !(journal && f.startsWith(`${journal}/`)) && !scenario.perAttempt?.test(f),
+    (f) =>
+      !refA.files.includes(f) &&
+      !(journal && f.startsWith(`${journal}/`)) &&
+      !scenario.perAttempt?.test(f) &&
+      !(split && isSegmentFile(split, f)),
   );
   const leftoverTemps = unexpected.filter((f) => TEMP_FILE.test(f));
   const addedByDesign = unexpected.filter((f) => !TEMP_FILE.test(f) && scenario.addedByDesign?.test(f));
@@ -486,6 +483,7 @@ async function compare(scenario: Scenario, trial: Snapshot, refA: Snapshot, refB
     addedByDesign,
     leftoverTemps,
     journalSame,
+    ...(segmentSplit ? { segmentSplit } : {}),
   };
 }
 
@@ -958,6 +956,9 @@ function policyServerScenarios(
         fault,
         perAttempt: /^segments\//,
         resumeReported: { file: /^metrics(\/segment-\d+)?\.parquet$/, keys: ['attempt', 'line'] },
+        // Validated every step with segments of 2: a segment whose trainer ran past its target step before SIGTERM
+        // landed holds both steps, in the references as in a trial (bench/chaos-compare.ts SegmentSplit).
+        segmentSplit: TRAINING_METRICS_SPLIT,
         prepare: () => {
           if (!existsSync(saved)) throw new Error('chaos: the validation scenarios need their environment run first');
           cpSync(saved, runDir, { recursive: true });
