@@ -130,7 +130,7 @@ try {
   const trainInstances = generateComponentRepos({
     root: work,
     mirrorDir: mirrors,
-    seed: 1,
+    seed: 1 + 2 * TASK_SEED,
     repos: TRAIN_REPOS,
     instancesPerRepo: INSTANCES_PER_REPO,
     componentWeights: COMPONENT_WEIGHTS,
@@ -138,7 +138,7 @@ try {
   const heldOut = generateComponentRepos({
     root: work,
     mirrorDir: mirrors,
-    seed: 2,
+    seed: 2 + 2 * TASK_SEED,
     repos: HELD_OUT_REPOS,
     instancesPerRepo: INSTANCES_PER_REPO,
     componentWeights: COMPONENT_WEIGHTS,
