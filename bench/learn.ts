@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- learn`: learning shown on the real pipeline. Generated component repositories (the learnable
- * task of bench/learn/component-repos.ts) → environment (real git worktrees) → RFT from the scripted grep teacher
+ * task of lib/learn-task) → environment (real git worktrees) → RFT from the scripted grep teacher
  * (CodeScout §4.1: sample, keep F1 = 1.0, `trainer.sft`) → GRPO from the RFT checkpoint (`init_from`) on the
  * instances RFT did not see, validated on the held-out ones → three checkpoints served by the policy server
  * (lib/policy-server, trainer.serve on the CPU) and evaluated on held-out instances from repositories no stage
@@ -11,8 +11,8 @@
  * Knobs (env): LEARN_GRPO_STEPS (80), LEARN_TRAIN_REPOS (8, 8 instances each: half the repos RFT, half GRPO),
  * LEARN_HELD_OUT_REPOS (6), LEARN_SEED (0: another draw of the task), LEARN_KEEP=1 keeps the work folder.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -27,11 +27,9 @@ import type { EvaluationResult } from '../schemas/evaluation';
 import type { RftResult } from '../schemas/rft';
 import type { PipelineResult } from '../workflows/pipeline';
 import { repoRoot } from '../test/support/repo-root';
-import { startScriptedOpenAiServer } from '../test/support/scripted-openai-server';
 import { killWorkerProcess, spawnWorkerAt } from '../test/support/worker-process';
-import { generateComponentRepos, type ComponentInstance } from './learn/component-repos';
-import { componentTeacher } from './learn/scripted-teacher';
-import { writeTaskTokenizer } from './learn/task-tokenizer';
+import { LEARN_COMPONENT_WEIGHTS, LEARN_TASK_LIMITS, makeLearnTask } from '../lib/learn-task/make-task';
+import { startTeacherServer } from '../lib/learn-task/teacher-server';
 
 const started = Date.now();
 const env = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -41,22 +39,10 @@ const HELD_OUT_REPOS = env('LEARN_HELD_OUT_REPOS', 6);
 // Offsets the task generator's seeds (training repositories: 1 + 2k, held out: 2 + 2k), to repeat the bench on another draw.
 const TASK_SEED = env('LEARN_SEED', 0);
 const INSTANCES_PER_REPO = 8;
-/**
- * How often each component is the broken one. Measured (2026-12-05, bench/learn and trainer/tests/test_learning.py):
- * a tiny random Qwen3-shaped model on two CPU cores learns the episode's protocol (a grep call, then an `<answer>`
- * block) from the teacher's trajectories within this bench's budget, but not the per-issue lookup (copying the
- * path from grep's output, or the component word from the issue): after 200 full fine-tuning steps on 256 such
- * examples its held-out answer-token accuracy stayed at chance (0.08–0.15 of 8). A task where one component breaks
- * more often has a prior it can learn: imitation of the teacher reaches probability matching (Σ p² ≈ 0.56 with
- * these weights), and RL can move it to the reward-maximising answer (≈ 0.74). What the bench shows is that the
- * loop (environment, rollout, advantage, update, checkpoint, serving) raises held-out reward, not per-issue search.
- */
-const COMPONENT_WEIGHTS = { cache: 20 };
-const LIMITS = { maxTurns: 2, maxNewTokens: 96, maxNewTokensPerTurn: 48, maxSeqLen: 4096 };
+const LIMITS = LEARN_TASK_LIMITS;
 const python = path.join(repoRoot, '.venv/bin/python');
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'codegrep-bench-learn-'));
-const mirrors = path.join(work, 'mirrors');
 const runId = 'learn';
 const runDir = path.join(work, 'runs', runId);
 const workers: ChildProcess[] = [];
@@ -65,35 +51,6 @@ const log = (message: string) => console.error(`[learn ${((Date.now() - started)
 async function freePort(from: number): Promise<number> {
   for (let port = from; port < from + 200; port++) if (await portIsFree(port)) return port;
   throw new Error(`no free port in ${from}..${from + 200}`);
-}
-
-/** The random model as a `finetune: full` checkpoint the policy server serves: the start, untrained. */
-function startCheckpoint(modelDir: string, out: string): void {
-  mkdirSync(out, { recursive: true });
-  for (const name of readdirSync(modelDir))
-    if (/^(config|generation_config)\.json$|\.safetensors$/.test(name)) copyFileSync(path.join(modelDir, name), path.join(out, name));
-  writeFileSync(path.join(out, 'trainer_state.json'), JSON.stringify({ step: 0 }));
-  writeFileSync(path.join(out, 'COMPLETE'), 'step 0\n');
-}
-
-/**
- * trainer/random_model.py initialises the tied embedding with std 0.02 and the final norm with 1, so every logit
- * of the tiny model is within about ±0.2: its distribution is uniform and LoRA (which leaves the head and the norm
- * frozen) cannot sharpen it (SFT loss stays at ln |V| ≈ 6.9). The final norm scaled by 25 gives logits of
- * std ≈ 4, a random model with a usable output scale (measured with LoRA: SFT loss 10 → 4.3 in 24 steps instead of
- * 6.9 → 6.2 in 48; the bench now fine-tunes every weight, as CodeScout §4.1 does, and keeps the scale).
- */
-function scaleOutputNorm(modelDir: string, factor: number): void {
-  const script = [
-    'import glob, sys',
-    'from safetensors.torch import load_file, save_file',
-    'for f in glob.glob(sys.argv[1] + "/*.safetensors"):',
-    '    w = load_file(f)',
-    '    if "model.norm.weight" in w:',
-    '        w["model.norm.weight"] = w["model.norm.weight"] * float(sys.argv[2])',
-    '        save_file(w, f, metadata={"format": "pt"})',
-  ].join('\n');
-  execFileSync(python, ['-c', script, modelDir, String(factor)], { cwd: repoRoot, stdio: 'ignore' });
 }
 
 /** Per held-out instance: file Fβ, and the v3 reward (Fβ_file · 1[c̄ > 0]) of the prediction. */
@@ -127,37 +84,18 @@ async function perInstance(result: EvaluationResult, gold: Map<string, string>) 
 let closeAll = async () => undefined as void;
 try {
   // ---- the task: training repos (RFT + GRPO) and held-out repos no stage trains on
-  const trainInstances = generateComponentRepos({
-    root: work,
-    mirrorDir: mirrors,
-    seed: 1 + 2 * TASK_SEED,
-    repos: TRAIN_REPOS,
+  const task = await makeLearnTask({
+    dir: work,
+    seed: TASK_SEED,
+    trainRepos: TRAIN_REPOS,
+    heldOutRepos: HELD_OUT_REPOS,
     instancesPerRepo: INSTANCES_PER_REPO,
-    componentWeights: COMPONENT_WEIGHTS,
+    python,
+    projectRoot: repoRoot,
   });
-  const heldOut = generateComponentRepos({
-    root: work,
-    mirrorDir: mirrors,
-    seed: 2 + 2 * TASK_SEED,
-    repos: HELD_OUT_REPOS,
-    instancesPerRepo: INSTANCES_PER_REPO,
-    componentWeights: COMPONENT_WEIGHTS,
-  });
-  const all: ComponentInstance[] = [...trainInstances, ...heldOut];
-  const gold = new Map(all.map((i) => [i.instance_id, i.gold_file]));
-  // RFT on the instances of every other repository; GRPO on the rest (a repository's instances share its commit).
-  const rftIds = trainInstances.filter((i) => Number(/-(\d+)$/.exec(i.repo)![1]) % 2 === 0).map((i) => i.instance_id);
-  const heldOutIds = heldOut.map((i) => i.instance_id);
-  writeFileSync(path.join(work, 'instances.jsonl'), all.map((i) => JSON.stringify(i)).join('\n') + '\n');
-  writeFileSync(path.join(work, 'trajectories.jsonl'), '');
-  const modelDir = path.join(work, 'model');
-  const tokenizerDir = path.join(work, 'tokenizer');
-  writeTaskTokenizer(tokenizerDir, trainInstances, LIMITS.maxTurns, python, repoRoot); // held-out text never seen
-  execFileSync(python, ['-m', 'trainer.random_model', '--out', modelDir, '--shape', 'tiny', '--tokenizer', tokenizerDir], {
-    cwd: repoRoot,
-    stdio: 'ignore',
-  });
-  scaleOutputNorm(modelDir, 25);
+  const { modelDir, rftIds, heldOutIds } = task;
+  const trainInstances = task.training;
+  const gold = new Map([...task.training, ...task.heldOut].map((i) => [i.instance_id, i.gold_file]));
   log(`${trainInstances.length} training instances (${rftIds.length} for RFT), ${heldOutIds.length} held out`);
 
   // ---- Temporal, the workers, the teacher
@@ -175,7 +113,7 @@ try {
     w.stdout?.resume();
     w.stderr?.resume();
   }
-  const teacher = await startScriptedOpenAiServer({ script: componentTeacher });
+  const teacher = await startTeacherServer();
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace: 'codegrep' });
   closeAll = async () => {
@@ -188,8 +126,8 @@ try {
   const config = {
     runId,
     dataDir: path.join(work, 'runs'),
-    inputs: { trajectories: path.join(work, 'trajectories.jsonl'), instances: path.join(work, 'instances.jsonl') },
-    environment: { repoSource: { kind: 'mirror-dir', dir: mirrors } },
+    inputs: { trajectories: task.trajectoriesFile, instances: task.instancesFile },
+    environment: { repoSource: { kind: 'mirror-dir', dir: task.mirrorDir } },
     training: {
       modelDir,
       recipe: 'v3',
@@ -211,7 +149,7 @@ try {
     },
     rft: {
       instances: rftIds,
-      teacher: { baseUrl: teacher.baseUrl, model: 'scripted-grep-teacher' },
+      teacher: { baseUrl: teacher.baseUrl, model: teacher.model },
       shardSize: 8,
       sft: { finetune: 'full', lr: 3e-3, lrSchedule: 'constant', warmupRatio: 0, epochs: 40, globalBatchSize: 4 },
     },
@@ -237,8 +175,7 @@ try {
       .sort()
       .at(-1)!,
   );
-  const startDir = path.join(work, 'start-checkpoint');
-  startCheckpoint(modelDir, startDir);
+  const startDir = task.startCheckpointDir;
   const checkpoints = [
     { name: 'start', dir: startDir, step: 0 },
     { name: 'rft', dir: rft.checkpoint, step: rft.sftSteps },
@@ -318,12 +255,12 @@ try {
   const trainingGoldCounts = new Map<string, number>();
   for (const i of trainInstances) trainingGoldCounts.set(i.gold_file, (trainingGoldCounts.get(i.gold_file) ?? 0) + 1);
   const mostCommonFile = [...trainingGoldCounts].sort((a, b) => b[1] - a[1])[0]![0];
-  const alwaysMostCommonFBeta = heldOut.filter((i) => i.gold_file === mostCommonFile).length / heldOut.length;
+  const alwaysMostCommonFBeta = task.heldOut.filter((i) => i.gold_file === mostCommonFile).length / task.heldOut.length;
   console.log(
     JSON.stringify({
       bench: 'learn',
       taskSeed: TASK_SEED,
-      componentWeights: COMPONENT_WEIGHTS,
+      componentWeights: LEARN_COMPONENT_WEIGHTS,
       alwaysMostCommonFile: { file: mostCommonFile, heldOutFBeta: alwaysMostCommonFBeta },
       heldOutInstances: heldOutIds.length,
       trainingInstances: trainInstances.length,

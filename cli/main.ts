@@ -1,11 +1,12 @@
 /**
- * `codegrep`: server | worker | run <config> | status <runId> | report <runId> | schedule …
+ * `codegrep`: server | worker | run <config> | learn-demo | status <runId> | report <runId> | schedule …
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../schemas/config';
 import { temporalConfig } from '../temporal.config';
 import { startDevServer, stopDevServer } from './dev-server';
+import { learnDemoCommand } from './learn-demo';
 import { runCommand } from './run';
 import { statusCommand } from './status';
 
@@ -20,6 +21,9 @@ Usage:
       Start the pipeline on a config, draw progress bars, print the summary. Starts the embedded server and an
       in-process worker when none is running. --mirrors DIR reads repositories from local bare mirrors
       <owner>__<name>.git (environment.repoSource: { kind: mirror-dir, dir: DIR }) instead of the network.
+  codegrep learn-demo [--task-dir runs/learn-task] [--run-id demo-learn] [--data-dir runs]
+      The demo's training on a task a tiny model can learn on this CPU (generated "component repos"): RFT from a
+      grep teacher, then GRPO, then held-out retrieval of BM25, the untrained start and the trained checkpoint.
   codegrep status <runId>
       Show a run's state, its stages and the Web UI link.
   codegrep report <runId> [--data-dir runs] [--html] [--list]
@@ -106,6 +110,13 @@ async function main(argv: string[]): Promise<number> {
         worker: !values['no-worker'],
         detach: values.detach,
       });
+    }
+    case 'learn-demo': {
+      const { values } = parseArgs({
+        args: rest,
+        options: { 'task-dir': { type: 'string' }, 'run-id': { type: 'string' }, 'data-dir': { type: 'string' } },
+      });
+      return learnDemoCommand({ taskDir: values['task-dir'], runId: values['run-id'], dataDir: values['data-dir'] });
     }
     case 'worktrees': {
       const { values, positionals } = parseArgs({

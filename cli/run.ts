@@ -29,6 +29,8 @@ export interface RunOptions {
   worker: boolean;
   /** Return after starting instead of following progress. */
   detach: boolean;
+  /** Says on the final screen that the run is a toy (the learn demo), and what kind. */
+  toyTask?: string;
 }
 
 function isLocal(address: string): boolean {
@@ -187,7 +189,7 @@ export async function runCommand(options: RunOptions): Promise<number> {
     for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
     printResult(result, config.runDir, logFile);
     console.log(
-      `\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers })}`,
+      `\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers, toyTask: options.toyTask })}`,
     );
     // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
     return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;

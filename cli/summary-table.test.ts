@@ -159,6 +159,14 @@ describe('final screen', () => {
     expect(screen).toContain('stages: [catm, environment, training, evaluation, downstream]');
   });
 
+  it('says under the stages when the run is a toy (the learn demo), and only then', () => {
+    const context = { runDir: '/runs/demo-learn', webUi: 'http://x', judgeMode: 'none' as const, stages: ['training', 'evaluation'] };
+    const toy = formatFinalScreen(result, { ...context, toyTask: 'a toy task on a CPU (lib/learn-task)' });
+    const lines = toy.split('\n');
+    expect(lines[lines.findIndex((l) => l.startsWith('  stages')) + 1]).toBe('  toy        a toy task on a CPU (lib/learn-task)');
+    expect(formatFinalScreen(result, context)).not.toContain('  toy  ');
+  });
+
   it('says nothing about an endpoint when the judge and downstream are on', () => {
     const screen = formatFinalScreen(result, { runDir: '/r', webUi: 'u', judgeMode: 'llm', stages: ['catm', 'environment', 'downstream'] });
     expect(screen).not.toContain('Not run here');

@@ -118,6 +118,8 @@ export interface FinalScreenContext {
   stages: readonly string[];
   /** The evaluation's retrievers, to say how a bounded dense retriever was run. */
   retrievers?: readonly { name: string; kind: string; bm25Candidates?: number; maxChunksPerFile?: number; modelDir?: string }[];
+  /** The run is a toy (the learn demo): what kind, said under the stages. */
+  toyTask?: string;
 }
 
 const estimate = (e: { value: number | null; ci: { low: number; high: number } | null }) =>
@@ -142,6 +144,7 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     return `${o.stage} ${mark}${note}`;
   });
   lines.push(`  stages     ${stageCells.join('  ·  ')}`);
+  if (context.toyTask) lines.push(`  toy        ${context.toyTask}`);
   const evaluation = result.evaluation;
   if (evaluation) {
     const s = evaluation.summaryValues;

@@ -7,8 +7,8 @@ import { readParquetObjects } from '../../lib/artifacts';
 import { readRftRows, sftLayout } from '../../lib/rft';
 import type { RftResult } from '../../schemas/rft';
 import type { PipelineResult } from '../../workflows/pipeline';
-import { generateComponentRepos } from '../../bench/learn/component-repos';
-import { componentTeacher } from '../../bench/learn/scripted-teacher';
+import { generateComponentRepos } from '../../lib/learn-task/component-repos';
+import { componentTeacher } from '../support/grep-teacher-script';
 import { spawnGpuWorkerProcess } from '../support/gpu-worker';
 import { repoRoot } from '../support/repo-root';
 import { startScriptedOpenAiServer } from '../support/scripted-openai-server';
@@ -68,7 +68,7 @@ describe('the rft stage survives killed workers', () => {
   it('samples each instance once and records each SFT step once across a CPU-worker kill mid-sampling and a GPU-worker kill mid-fine-tune', async () => {
     const mirrors = path.join(work, 'mirrors');
     // Two repositories of four instances: six sampled for RFT (three shards of two), two left for RL.
-    const instances = generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 7, repos: 2, instancesPerRepo: 4 });
+    const instances = await generateComponentRepos({ root: work, mirrorDir: mirrors, seed: 7, repos: 2, instancesPerRepo: 4 });
     const instancesPath = path.join(work, 'instances.jsonl');
     writeFileSync(instancesPath, instances.map((i) => JSON.stringify(i)).join('\n') + '\n');
     writeFileSync(path.join(work, 'trajectories.jsonl'), '');

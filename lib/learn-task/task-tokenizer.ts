@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { episodeToolDefinitions } from '../../lib/agent';
-import { lastTurnReminder, systemPrompt, userPrompt } from '../../lib/agent/prompts';
-import { resolveAgentLimits } from '../../lib/agent/limits';
+import { episodeToolDefinitions } from '../agent';
+import { lastTurnReminder, systemPrompt, userPrompt } from '../agent/prompts';
+import { resolveAgentLimits } from '../agent/limits';
 import { CODEGREP_TOOL_NAMES } from '../../schemas/tools';
 import { COMPONENTS, type ComponentInstance } from './component-repos';
+import { runProgram } from './run-program';
 
 /**
  * A tokenizer for the tiny random model of the learnable task, trained on the task's own text: the episode's
@@ -14,13 +14,13 @@ import { COMPONENTS, type ComponentInstance } from './component-repos';
  * trainer's own learning test). With the stock tiny tokenizer (320 byte-level merges) the prompt alone is ~3,100
  * tokens; the model then spends its few parameters on spelling, not on the task.
  */
-export function writeTaskTokenizer(
+export async function writeTaskTokenizer(
   outDir: string,
   instances: readonly ComponentInstance[],
   maxTurns: number,
   python: string,
   cwd: string,
-): void {
+): Promise<void> {
   const limits = resolveAgentLimits({ maxTurns });
   const corpus = [
     systemPrompt('codegrep', CODEGREP_TOOL_NAMES, limits),
@@ -55,5 +55,5 @@ fast.add_tokens(MARKUP_TOKENS + json.loads(sys.argv[3]))
 fast.chat_template = QWEN_LIKE_CHAT_TEMPLATE
 fast.save_pretrained(sys.argv[2])
 `;
-  execFileSync(python, ['-c', script, corpusFile, outDir, JSON.stringify(COMPONENTS.map((c) => `src/${c}.py`))], { cwd, stdio: 'ignore' });
+  await runProgram(python, ['-c', script, corpusFile, outDir, JSON.stringify(COMPONENTS.map((c) => `src/${c}.py`))], { cwd });
 }

@@ -1,16 +1,16 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { seededRandom } from '../../lib/metrics/seeded-random';
+import { seededRandom } from '../metrics/seeded-random';
+import { runProgram } from './run-program';
 
 /**
- * The learnable task ("component repos", /work/wt/LEARN_TASK.md; the trainer's pytest has a Python twin of the
+ * The learnable task ("component repos"; the trainer's pytest has a Python twin of the
  * same design): seeded synthetic Python repositories, each with the same 8 component files `src/<component>.py`
  * plus distractors (README, tests/, utils.py), seeded function names and bodies. An instance's issue names a
  * component and a function defined in its file; its gold patch edits exactly that function. A policy solves it
  * by grepping the function name and answering the file, or by learning component word -> path. `componentWeights`
  * makes some components break more often than others (a prior a policy can learn: see `LEARN_COMPONENT_WEIGHTS`
- * in bench/learn.ts for why the bench uses one). Real git repos,
+ * in bench/learn.ts for why the bench and the demo use one). Real git repos,
  * mirrored as `<mirrorDir>/<owner>__<name>.git` for the environment stage's `mirror-dir` repo source, and
  * SWE-bench-style instances whose patches are real `git diff`s.
  */
@@ -47,7 +47,7 @@ const gitEnv = {
   GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
   GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
 };
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
+const git = async (cwd: string, ...args: string[]) => (await runProgram('git', args, { cwd, env: gitEnv })).trim();
 
 function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)]!;
@@ -98,7 +98,7 @@ function repoFiles(random: () => number): { files: Map<string, string>; function
  * `repos` repositories named `<owner>/components-<seed>-<r>`, `instancesPerRepo` instances each (distinct
  * functions of the base commit). The same seed gives the same files, names, issues and patches.
  */
-export function generateComponentRepos(options: {
+export async function generateComponentRepos(options: {
   root: string;
   mirrorDir: string;
   seed: number;
@@ -107,7 +107,7 @@ export function generateComponentRepos(options: {
   owner?: string;
   /** How often each component is the broken one, relative (default: all equally often). */
   componentWeights?: Partial<Record<(typeof COMPONENTS)[number], number>>;
-}): ComponentInstance[] {
+}): Promise<ComponentInstance[]> {
   const owner = options.owner ?? 'learn';
   const instances: ComponentInstance[] = [];
   const capacity = COMPONENTS.length * FUNCTIONS_PER_COMPONENT;
@@ -120,15 +120,15 @@ export function generateComponentRepos(options: {
     const work = path.join(options.root, `${owner}-${name}-src`);
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
-    git(work, 'init', '-q', '-b', 'main');
+    await git(work, 'init', '-q', '-b', 'main');
     const { files, functions } = repoFiles(random);
     for (const [file, text] of files) {
       mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
       writeFileSync(path.join(work, file), text);
     }
-    git(work, 'add', '-A');
-    git(work, 'commit', '-q', '-m', `${name}: components`);
-    const base = git(work, 'rev-parse', 'HEAD');
+    await git(work, 'add', '-A');
+    await git(work, 'commit', '-q', '-m', `${name}: components`);
+    const base = await git(work, 'rev-parse', 'HEAD');
     const chosen = new Set<string>();
     for (let i = 0; i < options.instancesPerRepo; i++) {
       // A component by weight, then one of its functions no earlier instance of this repository used (a
@@ -148,8 +148,8 @@ export function generateComponentRepos(options: {
       const end = original.indexOf('\n\n', start);
       const body = original.slice(start, end === -1 ? undefined : end);
       writeFileSync(full, original.replace(body, body.replace(/return total \* (\d+)/, 'return total * $1 + 1')));
-      const patch = git(work, 'diff', '--no-color') + '\n';
-      git(work, 'checkout', '-q', '--', '.');
+      const patch = (await git(work, 'diff', '--no-color')) + '\n';
+      await git(work, 'checkout', '-q', '--', '.');
       instances.push({
         instance_id: `${owner}__${name}-${i + 1}`,
         repo: `${owner}/${name}`,
@@ -162,7 +162,7 @@ export function generateComponentRepos(options: {
     }
     const mirror = path.join(options.mirrorDir, `${owner}__${name}.git`);
     rmSync(mirror, { recursive: true, force: true });
-    git(options.root, 'clone', '-q', '--bare', work, mirror);
+    await git(options.root, 'clone', '-q', '--bare', work, mirror);
   }
   return instances;
 }
