@@ -153,7 +153,7 @@ describe('final screen', () => {
     );
     expect(screen).toContain('report     /runs/demo/evaluation/report.html');
     expect(screen).toContain('Web UI     http://localhost:8233/');
-    expect(screen).toContain('artifacts  /runs/demo/');
+    expect(screen).toContain('artifacts  /runs/demo/  (Parquet + manifest per stage: catm/, environment/, training/, evaluation/)');
     expect(screen).toContain('the LLM judge and downstream injection need an OpenAI-compatible endpoint');
     expect(screen).toContain('judge: { mode: llm, baseUrl:');
     expect(screen).toContain('stages: [catm, environment, training, evaluation, downstream]');

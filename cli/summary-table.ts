@@ -194,7 +194,7 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
   if (result.training) lines.push(`  training   ${result.training.report.html}`);
   lines.push(
     `  Web UI     ${context.webUi}`,
-    `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: catm/, environment/, training/, evaluation/)`,
+    `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: ${result.outcomes.map((o) => `${o.stage}/`).join(', ')})`,
   );
   const missing: string[] = [];
   if (context.judgeMode === 'none') missing.push('the LLM judge');

@@ -189,7 +189,11 @@ async function launchTrainer(options: {
     if (error instanceof TrainerStartError) throw new SegmentConfigError(`training.python: cannot start ${t.python}: ${error.message}`);
     throw error;
   } finally {
-    await server.close();
+    try {
+      await server.close();
+    } finally {
+      await options.setup.hold.release();
+    }
   }
 }
 

@@ -9,6 +9,7 @@ import {
   type TrainingEnvironment,
 } from '../envserver';
 import type { ResolvedTrainingConfig } from '../../schemas/training/config';
+import { holdWorktrees, type WorktreeHold } from '../worktrees/holds';
 import { attemptFiles, nextAttemptNumber, segmentDir, trainingLayout } from './layout';
 import { environmentLimits, trainerConfig } from './trainer-config';
 
@@ -22,6 +23,11 @@ export interface SegmentSetup {
   environment: TrainingEnvironment;
   /** Serving `environment` on loopback; the caller closes it once the trainer exited. */
   server: EnvServer;
+  /**
+   * The samples' worktrees, held while the segment runs so that a disk budget (`environment.maxWorktreeBytes`,
+   * lib/worktrees/budget.ts) never prunes one under an episode; the caller releases it with the server.
+   */
+  hold: WorktreeHold;
   /** This attempt's number in the segment folder and its files (config, stdout, stderr). */
   attempt: number;
   files: ReturnType<typeof attemptFiles>;
@@ -50,19 +56,27 @@ export async function setUpSegment(
         .join('; ') || 'the file is empty';
     throw new NoTrainableSamplesError(`no trainable sample in ${input.samplesUri} (${loaded.skipped.length} skipped; first: ${first})`);
   }
-  const environment = createTrainingEnvironment({
-    samples: loaded.samples,
-    recipe: t.recipe,
-    limits: environmentLimits(t),
-    codescoutTurnBonus: t.codescoutTurnBonus,
-    sandbox: { isolation: t.sandbox.isolation },
-  });
-  const server = await startEnvServer(environment, { onInternalError: onServerError });
-  const dir = segmentDir(input.runDir, input.segment);
-  const attempt = nextAttemptNumber(dir);
-  const files = attemptFiles(dir, attempt);
-  const outputDir = trainingLayout(input.runDir).trainerOutput;
-  const config = trainerConfig(t, { outputDir, envUrl: server.url, instanceIds: loaded.instanceIds, totalSteps: input.totalSteps });
-  await writeFile(files.config, JSON.stringify(config, null, 2) + '\n');
-  return { loaded, environment, server, attempt, files };
+  const hold = await holdWorktrees([...loaded.samples.values()].map((sample) => sample.worktree));
+  let server: EnvServer | null = null;
+  try {
+    const environment = createTrainingEnvironment({
+      samples: loaded.samples,
+      recipe: t.recipe,
+      limits: environmentLimits(t),
+      codescoutTurnBonus: t.codescoutTurnBonus,
+      sandbox: { isolation: t.sandbox.isolation },
+    });
+    server = await startEnvServer(environment, { onInternalError: onServerError });
+    const dir = segmentDir(input.runDir, input.segment);
+    const attempt = nextAttemptNumber(dir);
+    const files = attemptFiles(dir, attempt);
+    const outputDir = trainingLayout(input.runDir).trainerOutput;
+    const config = trainerConfig(t, { outputDir, envUrl: server.url, instanceIds: loaded.instanceIds, totalSteps: input.totalSteps });
+    await writeFile(files.config, JSON.stringify(config, null, 2) + '\n');
+    return { loaded, environment, server, hold, attempt, files };
+  } catch (error) {
+    await server?.close().catch(() => undefined);
+    await hold.release();
+    throw error;
+  }
 }
