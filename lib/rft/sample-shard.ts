@@ -8,6 +8,7 @@ import { mapWithConcurrency } from '../evaluation/predict-shard';
 import { LlmRequestRejectedError } from '../llm/errors';
 import type { LlmEndpoint } from '../llm/endpoint';
 import { environmentLimits } from '../training/trainer-config';
+import { holdWorktrees } from '../worktrees/holds';
 import type { AgentLimits } from '../../schemas/agent';
 import type { RftConfig, RftTrajectoryRow } from '../../schemas/rft';
 import type { ResolvedTrainingConfig } from '../../schemas/training/config';
@@ -135,7 +136,13 @@ export async function sampleRftShard(input: {
   const loaded = await loadEnvSamples(input.samplesUri, options.training.recipe);
   const skipped = new Map(loaded.skipped.map((s) => [s.instanceId, s.reason]));
   const todo = input.instanceIds.filter((id) => !finished.has(id));
-  const log = await openAppendLog(input.logDir, input.shardName);
+  // The teacher's episodes run in the environment's shared worktrees: held while the shard runs, so a disk budget
+  // (`environment.maxWorktreeBytes`, lib/worktrees/budget.ts) never prunes one under an episode.
+  const hold = await holdWorktrees(todo.flatMap((id) => loaded.samples.get(id)?.worktree ?? []));
+  const log = await openAppendLog(input.logDir, input.shardName).catch(async (error: unknown) => {
+    await hold.release();
+    throw error;
+  });
   let done = resumed;
   try {
     await mapWithConcurrency(todo, options.rft.concurrency, async (instanceId) => {
@@ -152,7 +159,11 @@ export async function sampleRftShard(input: {
       input.onRollout?.(++done);
     });
   } finally {
-    await log.close();
+    try {
+      await log.close();
+    } finally {
+      await hold.release();
+    }
   }
   return { rows: input.instanceIds.map((id) => finished.get(id)!), resumed };
 }
