@@ -46,7 +46,7 @@ from . import train as train_module
 from .bench_serve import bench_served_checkpoint
 from .config import parse_config
 from .random_model import write_random_model
-from .scripted_env import ScriptedEnv, serve
+from .tests.scripted_env import ScriptedEnv, serve
 
 # CodeGrep App. A.4 / §3.2 rollout shape.
 GROUP_SIZE, MAX_TURNS, TOOL_CALLS_PER_TURN = 8, 4, 8

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from trainer.random_model import write_random_model
-from trainer.scripted_env import ScriptedEnv, serve
+from trainer.tests.scripted_env import ScriptedEnv, serve
 
 # Two cores shared with other engineers: keep torch to one thread, which also
 # makes CPU results reproducible across processes.

@@ -8,7 +8,7 @@ import pytest
 from trainer.env_client import EnvClient
 from trainer.generate_hf import HFGenerator
 from trainer.rollout import Completion, RolloutLimits, run_rollouts
-from trainer.scripted_env import ScriptedEnv, serve
+from trainer.tests.scripted_env import ScriptedEnv, serve
 from trainer.tokens import ChatTokens
 
 

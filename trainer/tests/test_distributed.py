@@ -70,7 +70,7 @@ def _assert_same_adapter(result: dict, reference: dict) -> None:
 
 
 def _one_process(tmp_path_factory, tiny_model_dir, **shape):
-    from trainer.scripted_env import ScriptedEnv, serve
+    from trainer.tests.scripted_env import ScriptedEnv, serve
 
     server = serve(ScriptedEnv(max_turns=3, tool_calls_per_turn=2, observation_chars=60))
     tmp = tmp_path_factory.mktemp("one-process")

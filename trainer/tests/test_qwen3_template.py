@@ -12,7 +12,7 @@ from trainer.env_client import EnvClient
 from trainer.policy import load_policy, pick_device_and_dtype
 from trainer.generate_hf import HFGenerator
 from trainer.rollout import RolloutLimits, Sampling, run_rollouts, stop_token_ids
-from trainer.scripted_env import ScriptedEnv, TOOLS, serve
+from trainer.tests.scripted_env import ScriptedEnv, TOOLS, serve
 from trainer.tokens import ChatTokens, TemplateError, without_reasoning
 
 REMINDER = "You have 1 turn left: answer now."

@@ -5,7 +5,7 @@ parses nothing. Observations and rewards are deterministic functions of the
 policy's text, so two runs that sample the same text get the same episode,
 which is what makes resume-equivalence testable. Loopback only.
 
-    python -m trainer.scripted_env --port 0 --tool-calls-per-turn 8
+    python -m trainer.tests.scripted_env --port 0 --tool-calls-per-turn 8
 prints {"url": "http://127.0.0.1:PORT"} on stdout, then serves until killed.
 """
 
