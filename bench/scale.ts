@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { bootstrapCI, fileScores, mean } from '../lib/metrics';
 import { goldFilesFromPatch } from '../lib/patch/parse-diff';
 import { BlobTermStore, blobTermsDir } from '../lib/retrievers/bm25/blob-terms';
-import { listCommitFiles } from '../lib/retrievers/bm25/commit-files';
+import { listCommitFiles, type CommitFiles } from '../lib/retrievers/bm25/commit-files';
 import { indexCommit } from '../lib/retrievers/bm25/commit-index';
 import { DEFAULT_TOP_K } from '../lib/retrievers/bm25/params';
 import { retrieveTopK } from '../lib/retrievers/bm25/retriever';
@@ -172,7 +172,10 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
   let repoSlug = '';
   let store: BlobTermStore | null = null;
   let reader: BlobReader | null = null;
-  for (const [key, group] of groups) {
+  // As the evaluation's BM25 predictor does with its shard: the next commit is listed while this one is indexed.
+  const keys = [...groups.keys()];
+  let ahead: { key: string; listing: Promise<CommitFiles> } | null = null;
+  for (const [position, [key, group]] of [...groups].entries()) {
     const repo = parseRepoName(group[0]!.repo);
     if (repo.slug !== repoSlug) {
       await reader?.close();
@@ -181,7 +184,17 @@ async function runStage(stage: string, instances: Instance[], mirrorDir: string,
       reader = new BlobReader(path.join(mirrorDir, `${repo.slug}.git`));
     }
     const commit = key.slice(key.indexOf('@') + 1);
-    const index = await indexCommit(store!, reader!, commit);
+    const listing: Promise<CommitFiles> | undefined = ahead?.key === key ? ahead.listing : undefined;
+    const indexing = indexCommit(store!, reader!, commit, listing ? { listing } : {});
+    const nextKey = keys[position + 1];
+    ahead = null;
+    if (nextKey) {
+      const nextSlug = parseRepoName(groups.get(nextKey)![0]!.repo).slug;
+      const nextListing = listCommitFiles(path.join(mirrorDir, `${nextSlug}.git`), nextKey.slice(nextKey.indexOf('@') + 1));
+      nextListing.catch(() => undefined); // thrown where it is used
+      ahead = { key: nextKey, listing: nextListing };
+    }
+    const index = await indexing;
     totals.commits++;
     totals.listed += index.stats.listed;
     totals.candidates += index.stats.candidates;

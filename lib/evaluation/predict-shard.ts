@@ -36,6 +36,7 @@ export function predictAndScore(
   onScored: (done: number) => void,
 ): Promise<ScoredPrediction[]> {
   let done = 0;
+  predictor.upcoming?.(shard);
   return mapWithConcurrency(shard, predictor.concurrency, async (instance) => {
     const t0 = performance.now();
     const prediction = await predictor.predict(instance);

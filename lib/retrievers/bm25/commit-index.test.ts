@@ -7,6 +7,7 @@ import { BlobReader } from '../../worktrees/cat-file';
 import { git } from '../../worktrees/git';
 import { bareMirror, commitFiles } from '../../worktrees/synthetic-repo';
 import { BlobTermStore } from './blob-terms';
+import { listCommitFiles } from './commit-files';
 import { indexCommit } from './commit-index';
 import { retrieveTopK, type Bm25Index } from './retriever';
 import { indexWorktree } from './worktree';
@@ -148,6 +149,23 @@ describe('indexCommit: BM25 of a commit from the bare repository and blob-keyed 
       await reader.close();
     }
   }, 120_000);
+
+  it("uses a listing started in advance (the next commit listed while this one is built): the same index; another commit's is refused", async () => {
+    const store = await BlobTermStore.open(null);
+    const reader = new BlobReader(bare);
+    try {
+      for (const commit of [first, second]) {
+        const listing = listCommitFiles(bare, commit, {});
+        const ahead = await indexCommit(store, reader, commit, { listing });
+        expectSameIndex(ahead, await checkoutIndex(commit, {}));
+      }
+      await expect(indexCommit(store, reader, second, { listing: listCommitFiles(bare, first, {}) })).rejects.toThrow(
+        `the listing given is of commit ${first}, not ${second}`,
+      );
+    } finally {
+      await reader.close();
+    }
+  });
 
   it('names the repository when a commit is not in it', async () => {
     const store = await BlobTermStore.open(null);

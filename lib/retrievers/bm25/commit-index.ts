@@ -1,6 +1,6 @@
 import { readBlobs, type BlobReader } from '../../worktrees/cat-file';
 import type { BlobTermStore, CountedBlob } from './blob-terms';
-import { listCommitFiles, type CommitFile } from './commit-files';
+import { listCommitFiles, type CommitFile, type CommitFiles } from './commit-files';
 import { sharedTokenizerPool, type TokenizerPool } from './tokenizer-pool';
 import { buildBm25IndexOf, type Bm25Index, type Bm25Options } from './retriever';
 import type { SkippedFile, WorktreeScanOptions } from './worktree';
@@ -46,6 +46,11 @@ export interface CommitIndexOptions extends Pick<WorktreeScanOptions, 'includeTe
    * POOL_MIN_BLOBS blobs to tokenize and more than one core; null: the caller's thread, as with one core.
    */
   tokenizers?: TokenizerPool | null;
+  /**
+   * The commit's listing, started earlier (`listCommitFiles` of this commit, with these options): a caller that
+   * knows its next commit lists it while this one is tokenized and built, so `git ls-tree` runs on the idle core.
+   */
+  listing?: Promise<CommitFiles>;
 }
 
 /** Fewer new blobs than this are tokenized in the caller's thread: starting the threads costs about a second. */
@@ -111,7 +116,8 @@ export async function indexCommit(
   opts: CommitIndexOptions = {},
 ): Promise<CommitIndex> {
   const t0 = performance.now();
-  const listing = await listCommitFiles(reader.gitDir, commit, opts);
+  const listing = await (opts.listing ?? listCommitFiles(reader.gitDir, commit, opts));
+  if (listing.commit !== commit) throw new Error(`indexCommit: the listing given is of commit ${listing.commit}, not ${commit}`);
   const t1 = performance.now();
   const { tokenized, bytes, threads } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
   await store.flush();

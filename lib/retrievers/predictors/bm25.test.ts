@@ -65,4 +65,32 @@ describe('bm25Predictor', () => {
     const segments = readdirSync(path.join(dataDir, 'bm25-terms'), { recursive: true }).filter((f) => String(f).endsWith('.parquet'));
     expect(segments.length).toBeGreaterThanOrEqual(1);
   }, 60_000);
+
+  it('told its shard (upcoming), lists the next commit ahead and predicts exactly what it predicts one by one', async () => {
+    const retriever = { name: 'bm25', kind: 'bm25' as const, k: 2, excludeTests: false };
+    // Two instances on each commit, then a commit the repository lacks: its failure stays its own.
+    const shard = [...repo.commits, ...repo.commits]
+      .sort()
+      .map((commit, i) => instance(commit, { gitDir: bare, worktreePath: null }, `compute_${i} total module_${i}`));
+    shard.push(instance('f'.repeat(40), { gitDir: bare, worktreePath: null }, 'compute_1'));
+    const predict = async (withUpcoming: boolean) => {
+      const predictor = bm25Predictor(retriever, {
+        signal: new AbortController().signal,
+        embeddingCacheDir: path.join(root, `ahead-${withUpcoming}`),
+        env: {},
+      });
+      if (withUpcoming) predictor.upcoming!(shard);
+      try {
+        const out = [];
+        for (const i of shard) out.push(await predictor.predict(i));
+        return out.map((p) => ({ id: p.instanceId, ranked: p.ranked, files: p.files, error: p.error }));
+      } finally {
+        await predictor.close();
+      }
+    };
+    const ahead = await predict(true);
+    expect(ahead).toEqual(await predict(false));
+    expect(ahead.slice(0, -1).every((p) => p.error === null && p.files.length === 2)).toBe(true);
+    expect(ahead.at(-1)!.error).toMatch(/not a tree object|ls-tree/);
+  }, 60_000);
 });

@@ -22,6 +22,11 @@ export interface Predictor {
   /** Instances of a shard predicted at once. */
   readonly concurrency: number;
   predict(instance: EvaluationInstance): Promise<EvaluationPrediction>;
+  /**
+   * The instances `predict` will be asked about, in that order (a shard's): a predictor may prepare the next
+   * while answering the current one. Optional; called once, before the first `predict`.
+   */
+  upcoming?(instances: readonly EvaluationInstance[]): void;
   close(): Promise<void>;
 }
 
