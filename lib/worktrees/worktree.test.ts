@@ -146,6 +146,9 @@ describe.concurrent('ensureWorktree', () => {
     const wt = path.join(d.worktreesDir, 'acme__big', big.commits[1]!);
     await fs.mkdir(path.dirname(wt), { recursive: true });
     const child = spawn('git', ['worktree', 'add', '--detach', wt, big.commits[1]!], { cwd: bare, stdio: 'ignore' });
+    // Listened for from the start: on a loaded machine git may finish before the kill, and a 'close' already
+    // emitted is never emitted again.
+    const closed = new Promise((r) => child.once('close', r));
     // Kill once the worktree is registered (admin dir written), i.e. while it checks out files.
     const admin = path.join(bare, 'worktrees');
     for (let i = 0; i < 400; i++) {
@@ -153,7 +156,7 @@ describe.concurrent('ensureWorktree', () => {
       await new Promise((r) => setTimeout(r, 2));
     }
     child.kill('SIGKILL');
-    await new Promise((r) => child.once('close', r));
+    await closed;
 
     const w = await ensureWorktree('acme/big', big.commits[1]!, { ...d, source });
     // Whatever the kill left, it was not trusted: our marker is written only after a finished add.
