@@ -197,7 +197,7 @@ export async function ensureCommitLocked(
   const depth = remote.kind === 'url' ? ['--depth=1'] : [];
   // Kept under refs/commits/<sha> (the compact-mirror layout): the commit stays reachable for gc, and the next
   // fetch tells the server it has it, so objects shared by two base commits travel once.
-  const byCommit = await runGit(['fetch', '--quiet', ...depth, 'origin', `+${sha}:refs/commits/${sha}`], network);
+  const byCommit = await runGit([...ATOMIC_FETCH, 'fetch', '--quiet', ...depth, 'origin', `+${sha}:refs/commits/${sha}`], network);
   if (byCommit.code === 0 && (await hasCommit(sha, local))) return 'fetched-commit';
   if (byCommit.code !== 0 && looksUnreachable(byCommit.stderr)) throw unreachable(byCommit.stderr);
 
@@ -206,7 +206,7 @@ export async function ensureCommitLocked(
     () => true,
     () => false,
   );
-  const all = await runGit(['fetch', '--quiet', ...(shallow ? ['--unshallow'] : []), '--tags', 'origin'], network);
+  const all = await runGit([...ATOMIC_FETCH, 'fetch', '--quiet', ...(shallow ? ['--unshallow'] : []), '--tags', 'origin'], network);
   if (await hasCommit(sha, local)) return 'fetched-all';
   if (all.code !== 0 && looksUnreachable(all.stderr)) throw unreachable(all.stderr);
   throw new WorktreeError(
@@ -217,6 +217,14 @@ export async function ensureCommitLocked(
     { retryable: false, repo: repo.repo, commit: sha },
   );
 }
+
+/**
+ * `git fetch` keeps what it receives as one pack, never as loose objects. Below `fetch.unpackLimit` (100 objects)
+ * git unpacks a fetch into loose objects one at a time, commit first: a fetch killed midway (a killed worker's
+ * git) then leaves the commit present without its tree, and `worktree add` fails with "unable to read tree". A
+ * pack becomes visible whole, when its index is renamed into place.
+ */
+export const ATOMIC_FETCH = ['-c', 'fetch.unpackLimit=1'] as const;
 
 async function hasCommit(sha: string, local: ReturnType<typeof localOpts>): Promise<boolean> {
   const r = await runGit(['cat-file', '-e', `${sha}^{commit}`], local);

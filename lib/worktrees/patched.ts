@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_REPO_SOURCE, type RepoSource } from '../../schemas/worktrees';
-import { ensureBareCloneLocked, localOpts, CLONE_TIMEOUT_MS, type GitTimeouts } from './bare-clone';
+import { ATOMIC_FETCH, ensureBareCloneLocked, localOpts, CLONE_TIMEOUT_MS, type GitTimeouts } from './bare-clone';
 import { WorktreeError } from './errors';
 import { git, lastLines, runGit } from './git';
 import { repoLockPath } from './layout';
@@ -103,7 +103,7 @@ export async function resolveHeadLocked(repo: RepoName, bare: string, source: Re
   const remote = await resolveRemote(repo, source);
   let head: string;
   if (remote.kind === 'url') {
-    const fetched = await runGit(['fetch', '--quiet', '--depth=1', 'origin', `+HEAD:${HEAD_REF}`], {
+    const fetched = await runGit([...ATOMIC_FETCH, 'fetch', '--quiet', '--depth=1', 'origin', `+HEAD:${HEAD_REF}`], {
       cwd: bare,
       timeoutMs: opts.cloneTimeoutMs ?? CLONE_TIMEOUT_MS,
       signal: opts.signal,

@@ -296,6 +296,11 @@ describe('fetching only the base commits from a URL', () => {
     const shallow = (await fs.readFile(path.join(clone.path, 'shallow'), 'utf8')).trim().split('\n').sort();
     expect(shallow).toEqual([src.commits[2]!, src.commits[9]!].sort());
     expect((await git(['rev-list', '--count', src.commits[9]!], { cwd: clone.path, timeoutMs: 10_000 })).trim()).toBe('1');
+    // Each fetch arrived as a pack, not as loose objects written one by one (a fetch killed midway would leave the
+    // commit without its tree, and every later `worktree add` of it failing with "unable to read tree").
+    const objects = await git(['count-objects', '-v'], { cwd: clone.path, timeoutMs: 10_000 });
+    expect(objects).toMatch(/^count: 0$/m);
+    expect(objects).toMatch(/^packs: 2$/m);
   });
 });
 
