@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { longFunctionsIn, productFiles } from './long-functions';
+import { longFunctions, longFunctionsIn, longPythonFunctionsIn, productFiles, pythonProductFiles } from './long-functions';
 
 const body = (n: number) => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};`).join('\n');
 
@@ -30,5 +30,31 @@ describe('productFiles', () => {
     expect(files).toContain('workflows/pipeline.ts');
     expect(files.some((file) => file.endsWith('.test.ts'))).toBe(false);
     expect(files.some((file) => file.startsWith('test/') || file.startsWith('bench/'))).toBe(false);
+  });
+});
+
+describe('longPythonFunctionsIn', () => {
+  it("counts a def from its first to its last line with Python's parser, a docstring and a nested def included", () => {
+    const pyBody = (n: number) => Array.from({ length: n }, (_, i) => `    v${i} = ${i}`).join('\n');
+    const text = `def short():\n${pyBody(2)}\n\n\ndef long(a):\n    \"\"\"Doc.\n\n    more\n    \"\"\"\n${pyBody(6)}\n    def inner():\n        return a\n    return inner\n`;
+    // `long` starts on line 6: header, a 4-line docstring, 6 body lines, a 2-line inner def and the return: 14 lines.
+    expect(longPythonFunctionsIn([['trainer/x.py', text]], 10)).toEqual([{ file: 'trainer/x.py', line: 6, lines: 14, name: 'long' }]);
+    expect(longPythonFunctionsIn([['trainer/x.py', text]], 14)).toEqual([]);
+  });
+
+  it("lists the trainer's Python without its tests", () => {
+    const files = pythonProductFiles(path.resolve(import.meta.dirname, '../..'));
+    expect(files).toContain('trainer/train.py');
+    expect(files.some((file) => file.startsWith('trainer/tests/'))).toBe(false);
+  });
+});
+
+describe('the product code', () => {
+  // The rule of ARCHITECTURE.md: a function that needs more than about 80 lines mixes jobs; split it along them.
+  it('has no function over 80 lines (TypeScript and the trainer)', () => {
+    const found = longFunctions(path.resolve(import.meta.dirname, '../..')).map(
+      (fn) => `${fn.file}:${fn.line} ${fn.name} (${fn.lines} lines)`,
+    );
+    expect(found).toEqual([]);
   });
 });
