@@ -36,7 +36,7 @@ describe('productFiles', () => {
 describe('longPythonFunctionsIn', () => {
   it("counts a def from its first to its last line with Python's parser, a docstring and a nested def included", () => {
     const pyBody = (n: number) => Array.from({ length: n }, (_, i) => `    v${i} = ${i}`).join('\n');
-    const text = `def short():\n${pyBody(2)}\n\n\ndef long(a):\n    \"\"\"Doc.\n\n    more\n    \"\"\"\n${pyBody(6)}\n    def inner():\n        return a\n    return inner\n`;
+    const text = `def short():\n${pyBody(2)}\n\n\ndef long(a):\n    """Doc.\n\n    more\n    """\n${pyBody(6)}\n    def inner():\n        return a\n    return inner\n`;
     // `long` starts on line 6: header, a 4-line docstring, 6 body lines, a 2-line inner def and the return: 14 lines.
     expect(longPythonFunctionsIn([['trainer/x.py', text]], 10)).toEqual([{ file: 'trainer/x.py', line: 6, lines: 14, name: 'long' }]);
     expect(longPythonFunctionsIn([['trainer/x.py', text]], 14)).toEqual([]);
