@@ -41,6 +41,12 @@ const ACTIVITY_NAMES: ActivityName[] = [
   'splitValidation',
   'publishToStore',
   'servePolicy',
+  'reapPolicyServer',
+  'planRftSampling',
+  'sampleRftShard',
+  'collectRftTrajectories',
+  'fineTuneRft',
+  'writeRftTrajectories',
 ];
 
 /** Every activity call, in the order the worker ran them: `name` or `name#attempt` for a retry. */
@@ -559,5 +565,223 @@ describe('pipeline with mocked activities', () => {
     // The child's own failure names its activity.
     const child = await failureOf(client.workflow.getHandle(`${runId}/environment`).result());
     expect((child.cause as ActivityFailure).activityType).toBe('materializeWorktrees');
+  });
+});
+
+describe('rft with mocked activities', () => {
+  const SHARDS = 3;
+  /** The rft and training sections the workflow reads; the student's GPU queue is this test's worker. */
+  const rftConfig = (runId: string, teacher: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    resolvedConfig(runId, {
+      rft: { teacher, maxConcurrentShards: 2, sft: { trainer: { learning_rate: 1e-5, dtype: 'float32' } } },
+      training: {
+        gpuTaskQueue: taskQueue,
+        modelDir: '/nonexistent/model',
+        python: '/nonexistent/python',
+        trainer: { chat_template: 'qwen3', dtype: 'bfloat16', learning_rate: 3e-6 },
+      },
+      ...extra,
+    });
+  const apiTeacher = { model: 'teacher-model', baseUrl: 'http://127.0.0.1:9/v1' };
+
+  function rftMocks(runId: string, teacher: Record<string, unknown> = apiTeacher): Partial<Record<ActivityName, Mock>> {
+    return {
+      validateConfig: async () => rftConfig(runId, teacher),
+      findRunArtifact: async (input) => {
+        expect(input.relativePath).toBe(RUN_ARTIFACTS.environmentSamples);
+        return ref('env-samples');
+      },
+      planRftSampling: async () => ({
+        instances: 6,
+        shardCount: SHARDS,
+        rftSamples: ref('rft-samples'),
+        trainingSamples: ref('training-samples'),
+      }),
+      sampleRftShard: async (input) => ({ shard: ref(`shard-${input.shardIndex}`), cached: false, sampled: 2, kept: 1, failed: 0 }),
+      collectRftTrajectories: async (input) => {
+        // Every shard's rollouts, in shard order, whatever order the shards finished in.
+        expect(input.shards.map((shard: { uri: string }) => shard.uri)).toEqual(
+          Array.from({ length: SHARDS }, (_, index) => `file:///run/shard-${index}`),
+        );
+        return { sampled: ref('sampled'), examplesPath: '/run/rft/examples.jsonl', total: 6, kept: 3, failed: 0 };
+      },
+      fineTuneRft: async () => ({
+        checkpoint: '/run/rft/checkpoint',
+        steps: 12,
+        metrics: ref('sft-metrics'),
+        tokensPath: '/run/rft/tokens.jsonl',
+      }),
+      writeRftTrajectories: async () => ref('trajectories'),
+    };
+  }
+
+  it('plans, samples every shard, keeps the perfect rollouts, fine-tunes on the GPU queue with the training chat template, then writes the trajectories', async () => {
+    const runId = newRunId('rft');
+    let fineTuneInput: Record<string, any> = {}; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const base = rftMocks(runId);
+    mocks = {
+      ...base,
+      fineTuneRft: async (input) => {
+        fineTuneInput = input;
+        return base.fineTuneRft!(input);
+      },
+    };
+    const result = (await (await start('rft', runId)).result()) as Record<string, unknown>;
+    expect(result).toMatchObject({
+      checkpoint: '/run/rft/checkpoint',
+      sftSteps: 12,
+      sampled: 6,
+      kept: 3,
+      failed: 0,
+      teacher: 'teacher-model',
+    });
+    expect(calls).toEqual([
+      'validateConfig',
+      'findRunArtifact',
+      'planRftSampling',
+      ...Array.from({ length: SHARDS }, () => 'sampleRftShard'),
+      'collectRftTrajectories',
+      'fineTuneRft',
+      'writeRftTrajectories',
+    ]);
+    // The SFT tokenizes as GRPO will (the training section's chat template and dtype); the rft section's own keys win.
+    expect(fineTuneInput.sft.trainer).toEqual({ chat_template: 'qwen3', dtype: 'float32', learning_rate: 1e-5 });
+    expect(fineTuneInput).toMatchObject({
+      modelDir: '/nonexistent/model',
+      python: '/nonexistent/python',
+      examplesPath: '/run/rft/examples.jsonl',
+    });
+  });
+
+  it('a shard that cannot be sampled fails the stage after the other shards settled, naming sampleRftShard; no fine-tune', async () => {
+    const runId = newRunId('rft-fail');
+    const base = rftMocks(runId);
+    mocks = {
+      ...base,
+      sampleRftShard: async (input) => {
+        if (input.shardIndex === 1) throw ApplicationFailure.nonRetryable('the teacher refused the API key', 'AuthenticationFailed');
+        return base.sampleRftShard!(input);
+      },
+    };
+    const failure = await failureOf((await start('rft', runId)).result());
+    expect((failure.cause as ActivityFailure).activityType).toBe('sampleRftShard');
+    expect(((failure.cause as ActivityFailure).cause as ApplicationFailure).type).toBe('AuthenticationFailed');
+    expect(calls.filter((call) => call === 'sampleRftShard')).toHaveLength(SHARDS);
+    expect(calls).not.toContain('collectRftTrajectories');
+    expect(calls).not.toContain('fineTuneRft');
+  });
+
+  it('a shard that fails with a retryable error is retried and the stage completes', async () => {
+    const runId = newRunId('rft-retry');
+    const base = rftMocks(runId);
+    let failedOnce = false;
+    mocks = {
+      ...base,
+      sampleRftShard: async (input) => {
+        if (input.shardIndex === 2 && !failedOnce) {
+          failedOnce = true;
+          throw new Error('HTTP 503 from the teacher endpoint');
+        }
+        return base.sampleRftShard!(input);
+      },
+    };
+    await (await start('rft', runId)).result();
+    expect(calls).toContain('sampleRftShard#2');
+    expect(calls.slice(-3)).toEqual(['collectRftTrajectories', 'fineTuneRft', 'writeRftTrajectories']);
+  });
+
+  it('cancelling the run cancels the running fine-tune (it sees the cancellation); nothing runs after it', async () => {
+    const runId = newRunId('rft-cancel');
+    let fineTuneStarted!: () => void;
+    const started = new Promise<void>((resolve) => (fineTuneStarted = resolve));
+    let activityCancelled = false;
+    mocks = {
+      ...rftMocks(runId),
+      validateConfig: async () => rftConfig(runId, apiTeacher, { temporal: { activityTimeouts: { training: { heartbeatMs: 1_000 } } } }),
+      fineTuneRft: async () => {
+        const context = Context.current();
+        fineTuneStarted();
+        const beat = setInterval(() => context.heartbeat({ step: 1, checkpointStep: null }), 100);
+        try {
+          await context.cancelled;
+        } catch (error) {
+          activityCancelled = error instanceof CancelledFailure;
+          throw error;
+        } finally {
+          clearInterval(beat);
+        }
+      },
+    };
+    const handle = await start('rft', runId);
+    await started;
+    await handle.cancel();
+    const failure = await failureOf(handle.result());
+    expect(failure.cause).toBeInstanceOf(CancelledFailure);
+    await expect.poll(() => activityCancelled, { timeout: 10_000 }).toBe(true);
+    expect(calls).not.toContain('writeRftTrajectories');
+  });
+
+  it('a teacher given as a trained policy is served on the GPU queue for the sampling, and stopped before the fine-tune', async () => {
+    const runId = newRunId('rft-served');
+    let serverCancelled = false;
+    const sampledWith: string[] = [];
+    const base = rftMocks(runId, { policy: { run: 'earlier-run', checkpoint: 4 } });
+    mocks = {
+      ...base,
+      validateConfig: async () => ({
+        // A short heartbeat timeout: the cancellation of the scope reaches the server with a heartbeat's answer.
+        ...rftConfig(
+          runId,
+          { policy: { run: 'earlier-run', checkpoint: 4 } },
+          { temporal: { activityTimeouts: { policyServer: { heartbeatMs: 1_000 } } } },
+        ),
+        evaluation: {
+          retrievers: [],
+          maxConcurrentShards: 4,
+          outputPerRun: false,
+          policyServer: { backend: 'hf', host: '127.0.0.1', readyTimeoutMs: 60_000 },
+        },
+      }),
+      servePolicy: async (input) => {
+        // What activities/policy-server.ts does once its server answers: tell the owner where it is, then serve
+        // until the owner's scope cancels it.
+        const context = Context.current();
+        await client.workflow.getHandle(input.ownerWorkflowId).signal('policyServerReady', {
+          requestId: input.requestId,
+          attempt: 1,
+          runId: 'earlier-run',
+          step: 4,
+          adapterSha256: 'a'.repeat(64),
+          baseModel: 'tiny',
+          model: 'earlier-run/step-00000004',
+          baseUrl: 'http://127.0.0.1:9/v1',
+          backend: 'hf',
+          requestLog: '/nonexistent/requests.jsonl',
+          trainedWith: { recipe: 'codescout', answerFormat: 'tool', maxTurns: 4 },
+        });
+        const beat = setInterval(() => context.heartbeat({ port: 9, pid: 1, step: 4 }), 100);
+        try {
+          await context.cancelled;
+        } catch {
+          serverCancelled = true;
+        } finally {
+          clearInterval(beat);
+        }
+      },
+      reapPolicyServer: async () => ({ action: 'none' }),
+      sampleRftShard: async (input) => {
+        sampledWith.push(`${input.teacher.model} ${input.teacher.baseUrl}`);
+        return base.sampleRftShard!(input);
+      },
+    };
+    const result = (await (await start('rft', runId)).result()) as { teacher: string };
+    expect(result.teacher).toBe('earlier-run@step-4');
+    expect(sampledWith).toEqual(Array.from({ length: SHARDS }, () => 'earlier-run/step-00000004 http://127.0.0.1:9/v1'));
+    expect(serverCancelled).toBe(true);
+    // The server's scope settled (and was reaped) before the fine-tune took the GPU.
+    const fineTune = calls.indexOf('fineTuneRft');
+    expect(calls.indexOf('servePolicy')).toBeLessThan(calls.indexOf('sampleRftShard'));
+    expect(calls.indexOf('reapPolicyServer')).toBeGreaterThan(calls.lastIndexOf('sampleRftShard'));
+    expect(calls.indexOf('reapPolicyServer')).toBeLessThan(fineTune);
   });
 });
