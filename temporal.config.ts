@@ -79,57 +79,45 @@ export const temporalConfig = {
   },
 } as const;
 
+/**
+ * One stage's activity timeouts (milliseconds): `CODEGREP_<STAGE>_TIMEOUT_MS` overrides the start-to-close
+ * default, `CODEGREP_<STAGE>_HEARTBEAT_MS` the heartbeat one.
+ */
+function stageTimeouts(
+  stage: string,
+  startToCloseMs: number,
+  heartbeatMs: number,
+): { readonly startToCloseMs: number; readonly heartbeatMs: number } {
+  return {
+    startToCloseMs: envNumber(`CODEGREP_${stage}_TIMEOUT_MS`, startToCloseMs),
+    heartbeatMs: envNumber(`CODEGREP_${stage}_HEARTBEAT_MS`, heartbeatMs),
+  };
+}
+
 /** Activity timeouts (milliseconds) per stage. Heartbeat timeouts are what detects a killed worker. */
 export const activityTimeouts = {
-  mine: {
-    startToCloseMs: envNumber('CODEGREP_MINE_TIMEOUT_MS', 2 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_MINE_HEARTBEAT_MS', 60_000),
-  },
-  judge: {
-    startToCloseMs: envNumber('CODEGREP_JUDGE_TIMEOUT_MS', 24 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_JUDGE_HEARTBEAT_MS', 30_000),
-  },
-  weight: {
-    startToCloseMs: envNumber('CODEGREP_WEIGHT_TIMEOUT_MS', 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_WEIGHT_HEARTBEAT_MS', 60_000),
-  },
-  worktrees: {
-    startToCloseMs: envNumber('CODEGREP_WORKTREES_TIMEOUT_MS', 6 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_WORKTREES_HEARTBEAT_MS', 120_000),
-  },
+  mine: stageTimeouts('MINE', 2 * 60 * 60_000, 60_000),
+  judge: stageTimeouts('JUDGE', 24 * 60 * 60_000, 30_000),
+  weight: stageTimeouts('WEIGHT', 60 * 60_000, 60_000),
+  worktrees: stageTimeouts('WORKTREES', 6 * 60 * 60_000, 120_000),
   /**
    * Downstream plan and summary. Each (configuration, instance) run's limit is the config's
    * `downstream.runTimeoutMs`; its heartbeat timeout is this one's.
    */
-  downstream: {
-    startToCloseMs: envNumber('CODEGREP_DOWNSTREAM_TIMEOUT_MS', 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_DOWNSTREAM_HEARTBEAT_MS', 60_000),
-  },
+  downstream: stageTimeouts('DOWNSTREAM', 60 * 60_000, 60_000),
   /** One evaluation shard (retriever × instances), and the evaluation's summary. */
-  evaluation: {
-    startToCloseMs: envNumber('CODEGREP_EVALUATION_TIMEOUT_MS', 6 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_EVALUATION_HEARTBEAT_MS', 60_000),
-  },
+  evaluation: stageTimeouts('EVALUATION', 6 * 60 * 60_000, 60_000),
   /**
    * One training segment on the GPU worker (model loading + segmentSteps steps). The activity heartbeats on
    * a timer while its trainer runs, so the heartbeat timeout is what detects a killed GPU worker.
    */
-  training: {
-    startToCloseMs: envNumber('CODEGREP_TRAINING_TIMEOUT_MS', 24 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_TRAINING_HEARTBEAT_MS', 60_000),
-  },
+  training: stageTimeouts('TRAINING', 24 * 60 * 60_000, 60_000),
   /**
    * A policy server on the GPU worker (lib/policy-server): it runs as long as the stage it serves, so its
    * start-to-close is long; its heartbeat timeout is what stops a server whose worker died (the retry reaps it).
    */
-  policyServer: {
-    startToCloseMs: envNumber('CODEGREP_POLICY_SERVER_TIMEOUT_MS', 3 * 24 * 60 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_POLICY_SERVER_HEARTBEAT_MS', 30_000),
-  },
-  short: {
-    startToCloseMs: envNumber('CODEGREP_SHORT_TIMEOUT_MS', 10 * 60_000),
-    heartbeatMs: envNumber('CODEGREP_SHORT_HEARTBEAT_MS', 60_000),
-  },
+  policyServer: stageTimeouts('POLICY_SERVER', 3 * 24 * 60 * 60_000, 30_000),
+  short: stageTimeouts('SHORT', 10 * 60_000, 60_000),
 } as const;
 
 /**

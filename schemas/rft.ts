@@ -4,6 +4,7 @@ import { ArtifactRefSchema } from './artifact-ref';
 import { bool, columns, float64, int32, list, nullable, utf8 } from './columns';
 import { CheckpointChoiceSchema } from './policy-server';
 import { ResolvedTrainingConfigSchema } from './training/config';
+import { flagRepeatedInstances } from './unique-instances';
 
 /**
  * The `rft` stage: CodeScout §4.1's warm start by rejection-sampling fine-tuning. A teacher (an
@@ -92,13 +93,7 @@ export const RftConfigSchema = z
     sft: RftSftSchema.prefault({}),
   })
   .strict()
-  .superRefine((rft, ctx) => {
-    const seen = new Set<string>();
-    rft.instances.forEach((id, i) => {
-      if (seen.has(id)) ctx.addIssue({ code: 'custom', path: ['instances', i], message: `instance "${id}" is listed twice` });
-      seen.add(id);
-    });
-  });
+  .superRefine((rft, ctx) => flagRepeatedInstances(rft.instances, ctx));
 export type RftConfig = z.infer<typeof RftConfigSchema>;
 export type RftConfigInput = z.input<typeof RftConfigSchema>;
 

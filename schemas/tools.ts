@@ -14,14 +14,12 @@ const MAX_ARG_CHARS = 4096;
 const MAX_LINE_NUMBER = 100_000_000;
 
 const lineNumber = z.number().int().min(1).max(MAX_LINE_NUMBER);
+/** A non-empty argument (pattern, glob, path, command line): at most MAX_ARG_CHARS characters, no NUL. */
+const argText = () => z.string().min(1).max(MAX_ARG_CHARS).refine(noNul, NUL_MESSAGE);
 
 export const GrepArgsSchema = z
   .object({
-    pattern: z
-      .string()
-      .min(1)
-      .max(MAX_ARG_CHARS)
-      .refine(noNul, NUL_MESSAGE)
+    pattern: argText()
       .refine((p) => !/[\r\n]/.test(p), 'must be a single line (no newline)')
       .describe('Regular expression to search for (ripgrep / Rust regex syntax), e.g. "def get_\\w+" or "class Foo\\b".'),
     path: z
@@ -30,30 +28,19 @@ export const GrepArgsSchema = z
       .refine(noNul, NUL_MESSAGE)
       .optional()
       .describe('File or directory to search, relative to the repository root. Default: the whole repository.'),
-    glob: z
-      .string()
-      .min(1)
-      .max(MAX_ARG_CHARS)
-      .refine(noNul, NUL_MESSAGE)
-      .optional()
-      .describe('Only search files matching this glob, e.g. "*.py" (any depth) or "src/**/*.ts" (from the root).'),
+    glob: argText().optional().describe('Only search files matching this glob, e.g. "*.py" (any depth) or "src/**/*.ts" (from the root).'),
   })
   .strict();
 
 export const GlobArgsSchema = z
   .object({
-    pattern: z
-      .string()
-      .min(1)
-      .max(MAX_ARG_CHARS)
-      .refine(noNul, NUL_MESSAGE)
-      .describe('Path glob relative to the repository root, e.g. "**/test_*.py", "src/**/*.ts" or "*.cfg" (any depth).'),
+    pattern: argText().describe('Path glob relative to the repository root, e.g. "**/test_*.py", "src/**/*.ts" or "*.cfg" (any depth).'),
   })
   .strict();
 
 export const ReadArgsSchema = z
   .object({
-    path: z.string().min(1).max(MAX_ARG_CHARS).refine(noNul, NUL_MESSAGE).describe('File to read, relative to the repository root.'),
+    path: argText().describe('File to read, relative to the repository root.'),
     start_line: lineNumber.optional().describe('First line to show (1-based). Default: 1.'),
     end_line: lineNumber.optional().describe('Last line to show (1-based, inclusive). At most 200 lines are shown per call.'),
   })
@@ -65,14 +52,9 @@ export const ReadArgsSchema = z
 
 export const TerminalArgsSchema = z
   .object({
-    command: z
-      .string()
-      .min(1)
-      .max(MAX_ARG_CHARS)
-      .refine(noNul, NUL_MESSAGE)
-      .describe(
-        "A read-only command line run in the repository root: rg, grep, sed -n 'N,Mp', cat, head, tail, find, ls, wc, joined with '|'.",
-      ),
+    command: argText().describe(
+      "A read-only command line run in the repository root: rg, grep, sed -n 'N,Mp', cat, head, tail, find, ls, wc, joined with '|'.",
+    ),
   })
   .strict();
 

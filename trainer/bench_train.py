@@ -251,67 +251,24 @@ def run(args) -> dict:
 
 def _run(args, device, dtype, work: str) -> dict:
     matmul_tflops = measure_matmul_tflops(device, dtype)
-    tokenizer_dir = args.tokenizer
-    if args.tokenizer_xz:
-        tokenizer_dir = unpack_tokenizer(args.tokenizer_xz, os.path.join(work, "tokenizer"))
-    made = time.perf_counter()
-    # A random model never samples <|im_end|> by chance, and a turn cut by its cap ends the rollout:
-    # make it end its turns (random_model.end_turns_after) after about half the cap.
-    mean_turn_tokens = args.mean_turn_tokens or end_of_turn_calibration(tokenizer_dir, args.shape,
-                                                                        args.turn_tokens / 2)
-    model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
-                                   mean_turn_tokens=mean_turn_tokens, device=device.type,
-                                   dtype="bfloat16" if device.type == "cuda" else "float32")
-    model_write_s = time.perf_counter() - made
-    if device.type == "cuda":
-        torch.cuda.empty_cache()  # the writer's fp32 copy is gone; give its memory back
-
+    model_dir, model_write_s = write_bench_model(args, device, work)
     env = ScriptedEnv(max_turns=MAX_TURNS, tool_calls_per_turn=TOOL_CALLS_PER_TURN,
                       observation_chars=args.observation_chars)
     server = serve(env)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    config_dict = {
-        "model_path": model_dir, "output_dir": os.path.join(work, "run"), "env_url": url,
-        "data": {"instance_ids": [f"bench__instance-{i}" for i in range(max(64, args.prompts))]},
-        "total_steps": args.steps, "batch_size": args.prompts, "group_size": GROUP_SIZE, "max_turns": MAX_TURNS,
-        "max_new_tokens": MAX_TURNS * args.turn_tokens, "max_new_tokens_per_turn": args.turn_tokens,
-        "max_seq_len": args.max_seq_len, "checkpoint_every": 1, "keep_checkpoints": 1, "generator": args.generator,
-        "micro_batch_tokens": args.micro_batch_tokens, "chat_template_kwargs": {"enable_thinking": False},
-        **({"hf_generation_tokens": args.hf_generation_tokens} if args.hf_generation_tokens else {}),
-    }
+    config_dict = bench_config(args, model_dir, url, work)
     config = parse_config(config_dict)
     os.makedirs(config.output_dir, exist_ok=True)
-    lines = []
     generation = GenerationProbe()
     probe = Probe(device, generation)
-    real_update, real_make_generator = train_module.policy_update, train_module.make_generator
-    train_module.policy_update = probe.wrap(real_update)
-    train_module.make_generator = generation.wrap_factory(real_make_generator)
-    try:
-        stop = train_module.StopRequest()
-        code = train_module.train(config, None, lambda event, **fields: lines.append({"event": event, **fields}), stop)
-    finally:
-        train_module.policy_update, train_module.make_generator = real_update, real_make_generator
-    if code != 0:
-        raise RuntimeError(f"the trainer returned {code}")
+    lines = run_probed_trainer(config, probe, generation)
     start = next(line for line in lines if line["event"] == "start")
     steps = [line for line in lines if line["event"] == "step"]
     timed = list(range(1, len(steps))) or [0]  # leave the warm-up step out when there are more
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
 
     counts = model_counts(probe.model)
     reference = config.track_kl or (start["loss"]["kl_beta"] > 0)
-    flops = [update_flops(counts, probe.steps[i], reference) for i in timed]
-    update_s = [steps[i]["update_time_s"] for i in timed]
-    reference_s = [probe.steps[i]["reference_s"] for i in timed]
-    rollout_s = [steps[i]["rollout_time_s"] for i in timed]
-    rollout_tokens = [steps[i]["rollout_tokens"] for i in timed]
-    generate_rows = [probe.steps[i]["generate_rows"] for i in timed]
-    prefill_tokens = [sum(L for L, _ in rows) for rows in generate_rows]
-    decode_tokens = [sum(n for _, n in rows) for rows in generate_rows]
-    pre_flops = [prefill_flops(counts, rows) for rows in generate_rows]
-    dec_flops = [decode_flops(counts, rows) for rows in generate_rows]
-    gen_flops = [p + d for p, d in zip(pre_flops, dec_flops)]
+    series = timed_series(counts, steps, probe.steps, timed, reference)
 
     ceiling = plain_generate_ceiling(probe.model, model_dir, config, env, device, generation, counts)
     conversations = ceiling.pop("conversations")
@@ -326,8 +283,87 @@ def _run(args, device, dtype, work: str) -> dict:
         served = bench_served_checkpoint(config_dict, config.output_dir, work,
                                          [conversations[i % len(conversations)] for i in range(args.serve_requests)],
                                          args.turn_tokens, ceiling["tokens_per_s"])
+    return bench_result(args, device, dtype, start, steps, timed, series, ceiling, served,
+                        matmul_tflops=matmul_tflops, model_write_s=model_write_s)
 
-    rollout_tps = sum(rollout_tokens) / sum(rollout_s)
+
+def write_bench_model(args, device, work: str) -> tuple:
+    """(directory of the random model of `args.shape`, seconds it took to write)."""
+    tokenizer_dir = args.tokenizer
+    if args.tokenizer_xz:
+        tokenizer_dir = unpack_tokenizer(args.tokenizer_xz, os.path.join(work, "tokenizer"))
+    made = time.perf_counter()
+    # A random model never samples <|im_end|> by chance, and a turn cut by its cap ends the rollout:
+    # make it end its turns (random_model.end_turns_after) after about half the cap.
+    mean_turn_tokens = args.mean_turn_tokens or end_of_turn_calibration(tokenizer_dir, args.shape,
+                                                                        args.turn_tokens / 2)
+    model_dir = write_random_model(os.path.join(work, "model"), args.shape, tokenizer_dir, seed=0,
+                                   mean_turn_tokens=mean_turn_tokens, device=device.type,
+                                   dtype="bfloat16" if device.type == "cuda" else "float32")
+    model_write_s = time.perf_counter() - made
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the writer's fp32 copy is gone; give its memory back
+    return model_dir, model_write_s
+
+
+def bench_config(args, model_dir: str, url: str, work: str) -> dict:
+    """The trainer config of the bench run: the papers' rollout shape, a checkpoint every step."""
+    return {
+        "model_path": model_dir, "output_dir": os.path.join(work, "run"), "env_url": url,
+        "data": {"instance_ids": [f"bench__instance-{i}" for i in range(max(64, args.prompts))]},
+        "total_steps": args.steps, "batch_size": args.prompts, "group_size": GROUP_SIZE, "max_turns": MAX_TURNS,
+        "max_new_tokens": MAX_TURNS * args.turn_tokens, "max_new_tokens_per_turn": args.turn_tokens,
+        "max_seq_len": args.max_seq_len, "checkpoint_every": 1, "keep_checkpoints": 1, "generator": args.generator,
+        "micro_batch_tokens": args.micro_batch_tokens, "chat_template_kwargs": {"enable_thinking": False},
+        **({"hf_generation_tokens": args.hf_generation_tokens} if args.hf_generation_tokens else {}),
+    }
+
+
+def run_probed_trainer(config, probe: Probe, generation: GenerationProbe) -> list:
+    """The trainer's output lines from train.train with its update and generator factory
+    wrapped by the probes (put back afterwards)."""
+    lines = []
+    real_update, real_make_generator = train_module.policy_update, train_module.make_generator
+    train_module.policy_update = probe.wrap(real_update)
+    train_module.make_generator = generation.wrap_factory(real_make_generator)
+    try:
+        stop = train_module.StopRequest()
+        code = train_module.train(config, None, lambda event, **fields: lines.append({"event": event, **fields}), stop)
+    finally:
+        train_module.policy_update, train_module.make_generator = real_update, real_make_generator
+    if code != 0:
+        raise RuntimeError(f"the trainer returned {code}")
+    return lines
+
+
+def timed_series(counts: dict, steps: list, probed: list, timed: list, reference: bool) -> dict:
+    """Per timed step: seconds, tokens and FLOPs of the update and of the rollout's generate calls."""
+    generate_rows = [probed[i]["generate_rows"] for i in timed]
+    pre_flops = [prefill_flops(counts, rows) for rows in generate_rows]
+    dec_flops = [decode_flops(counts, rows) for rows in generate_rows]
+    return {
+        "flops": [update_flops(counts, probed[i], reference) for i in timed],
+        "update_s": [steps[i]["update_time_s"] for i in timed],
+        "reference_s": [probed[i]["reference_s"] for i in timed],
+        "rollout_s": [steps[i]["rollout_time_s"] for i in timed],
+        "rollout_tokens": [steps[i]["rollout_tokens"] for i in timed],
+        "generate_rows": generate_rows,
+        "prefill_tokens": [sum(L for L, _ in rows) for rows in generate_rows],
+        "decode_tokens": [sum(n for _, n in rows) for rows in generate_rows],
+        "pre_flops": pre_flops,
+        "dec_flops": dec_flops,
+        "gen_flops": [p + d for p, d in zip(pre_flops, dec_flops)],
+    }
+
+
+def bench_result(args, device, dtype, start: dict, steps: list, timed: list, series: dict, ceiling: dict,
+                 served, *, matmul_tflops: float, model_write_s: float) -> dict:
+    """The bench's one JSON line."""
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    update_s, reference_s, rollout_s = series["update_s"], series["reference_s"], series["rollout_s"]
+    prefill_tokens, decode_tokens = series["prefill_tokens"], series["decode_tokens"]
+    flops, gen_flops = series["flops"], series["gen_flops"]
+    rollout_tps = sum(series["rollout_tokens"]) / sum(rollout_s)
     processed_tps = (sum(prefill_tokens) + sum(decode_tokens)) / sum(rollout_s)
     step_s = [steps[i]["step_time_s"] + steps[i].get("checkpoint_time_s", 0.0) for i in timed]
     return {
@@ -350,7 +386,7 @@ def _run(args, device, dtype, work: str) -> dict:
         # prefill + decode tokens per second: each turn re-encodes the rollout's context
         "rollout_prefill_tokens_per_step": mean(prefill_tokens),
         "rollout_decode_tokens_per_step": mean(decode_tokens),
-        "rollout_turn_generations_per_step": mean([len(rows) for rows in generate_rows]),
+        "rollout_turn_generations_per_step": mean([len(rows) for rows in series["generate_rows"]]),
         "rollout_processed_tokens_per_s": processed_tps,
         "plain_generate_processed_tokens_per_s": ceiling["processed_tokens_per_s"],
         "rollout_vs_plain_generate_processed": (ceiling["processed_tokens_per_s"] / processed_tps
@@ -365,8 +401,8 @@ def _run(args, device, dtype, work: str) -> dict:
         "update_tflops_achieved": sum(flops) / sum(update_s) / 1e12,
         "update_mfu": sum(flops) / sum(update_s) / 1e12 / matmul_tflops,
         "generation_tflop_per_step": mean(gen_flops) / 1e12,
-        "prefill_tflop_per_step": mean(pre_flops) / 1e12,
-        "decode_tflop_per_step": mean(dec_flops) / 1e12,
+        "prefill_tflop_per_step": mean(series["pre_flops"]) / 1e12,
+        "decode_tflop_per_step": mean(series["dec_flops"]) / 1e12,
         "generation_mfu": sum(gen_flops) / sum(rollout_s) / 1e12 / matmul_tflops,
         "peak_memory_gb": peak_memory_gb(device, steps),
         "peak_memory_kind": "cuda max_memory_allocated per step" if device.type == "cuda" else "process max RSS",

@@ -192,6 +192,10 @@ def _build(cls, raw: Any, prefix: str):
     return cls(**values)
 
 
+# Annotations whose JSON value is taken as it is once its type is right: (type, how an error names it).
+_PLAIN_TYPES = {"bool": (bool, "true/false"), "list": (list, "a list"), "dict": (dict, "an object")}
+
+
 def _check_type(key: str, value: Any, annotation: str) -> Any:
     """Check a JSON value against a dataclass field annotation (as a string)."""
     optional = annotation.startswith("Optional[")
@@ -202,9 +206,10 @@ def _check_type(key: str, value: Any, annotation: str) -> Any:
         _fail(key, "must not be null")
     if base == "Any":
         return value
-    if base == "bool":
-        if not isinstance(value, bool):
-            _fail(key, f"expected true/false, got {value!r}")
+    if base in _PLAIN_TYPES:
+        kind, expected = _PLAIN_TYPES[base]
+        if not isinstance(value, kind):
+            _fail(key, f"expected {expected}, got {value!r}")
         return value
     if base == "int":
         if isinstance(value, bool) or not isinstance(value, int):
@@ -218,15 +223,17 @@ def _check_type(key: str, value: Any, annotation: str) -> Any:
         if not isinstance(value, str) or not value:
             _fail(key, f"expected a non-empty string, got {value!r}")
         return value
-    if base == "list":
-        if not isinstance(value, list):
-            _fail(key, f"expected a list, got {value!r}")
-        return value
-    if base == "dict":
-        if not isinstance(value, dict):
-            _fail(key, f"expected an object, got {value!r}")
-        return value
     raise AssertionError(f"unhandled annotation {annotation} for {key}")
+
+
+def _check_optimizer(c) -> None:
+    """The keys the GRPO and SFT configs share: learning rate, warmup, gradient clip."""
+    if not c.lr > 0:
+        _fail("lr", f"must be > 0, got {c.lr}")
+    if not 0 <= c.warmup_ratio < 1:
+        _fail("warmup_ratio", f"must be in [0, 1), got {c.warmup_ratio}")
+    if not c.max_grad_norm > 0:
+        _fail("max_grad_norm", f"must be > 0, got {c.max_grad_norm}")
 
 
 def _check_ranges(c: TrainConfig) -> None:
@@ -275,12 +282,7 @@ def _check_ranges(c: TrainConfig) -> None:
         _fail("temperature", f"must be > 0, got {c.temperature}")
     if not 0 < c.top_p <= 1:
         _fail("top_p", f"must be in (0, 1], got {c.top_p}")
-    if not c.lr > 0:
-        _fail("lr", f"must be > 0, got {c.lr}")
-    if not 0 <= c.warmup_ratio < 1:
-        _fail("warmup_ratio", f"must be in [0, 1), got {c.warmup_ratio}")
-    if not c.max_grad_norm > 0:
-        _fail("max_grad_norm", f"must be > 0, got {c.max_grad_norm}")
+    _check_optimizer(c)
     for name in ("kl_beta", "clip_low", "clip_high"):
         value = getattr(c, name)
         if value < 0:
@@ -328,16 +330,22 @@ def parse_config(raw: Any) -> TrainConfig:
     return parse_config_with_recipe(raw)[0]
 
 
-def parse_config_with_recipe(raw: Any) -> tuple:
-    """(config, effective recipe): the effective recipe maps each recipe key to
-    {value, source}, source = the paper section or "config" (trainer/recipes.py)."""
+def _build_with_recipe(cls, raw: Any, resolve) -> tuple:
+    """(dataclass `cls` built from `raw` once `resolve` applied its preset, effective recipe);
+    a bad preset name is a ConfigError."""
     if not isinstance(raw, dict):
         _fail("<root>", f"expected an object, got {type(raw).__name__}")
     try:
-        merged, effective = resolve_recipe(raw)
+        merged, effective = resolve(raw)
     except ValueError as e:
         raise ConfigError(str(e)) from e
-    config = _build(TrainConfig, merged, "")
+    return _build(cls, merged, ""), effective
+
+
+def parse_config_with_recipe(raw: Any) -> tuple:
+    """(config, effective recipe): the effective recipe maps each recipe key to
+    {value, source}, source = the paper section or "config" (trainer/recipes.py)."""
+    config, effective = _build_with_recipe(TrainConfig, raw, resolve_recipe)
     _check_ranges(config)
     _check_schema(raw)
     return config, effective
@@ -350,15 +358,20 @@ def load_config(path: str) -> TrainConfig:
 
 def load_config_with_recipe(path: str) -> tuple:
     """(config, effective recipe) from the JSON config at `path`."""
+    return parse_config_with_recipe(read_config_file(path))
+
+
+def read_config_file(path: str) -> Any:
+    """The decoded JSON of a config file; a missing or malformed file is a ConfigError."""
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path!r} does not exist")
     with open(path, encoding="utf-8") as f:
         try:
-            raw = json.load(f)
+            return json.load(f)
         except json.JSONDecodeError as e:
             raise ConfigError(f"config file {path!r} is not valid JSON: {e}") from e
-    return parse_config_with_recipe(raw)
 
 
-def config_to_dict(config: TrainConfig) -> dict:
+def config_to_dict(config) -> dict:
+    """A config (TrainConfig or trainer.sft's SftConfig) as the JSON object written beside a run."""
     return dataclasses.asdict(config)

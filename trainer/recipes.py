@@ -38,6 +38,16 @@ def setup_names(presets: dict = None) -> list:
     return sorted(k for k in (presets or load_presets()).get("setups", {}) if not k.startswith("$"))
 
 
+def _fill(raw: dict, merged: dict, effective: dict, key: str, entry: dict) -> None:
+    """One preset key: the config's value wins (source "config"); else the preset's
+    {value, source} fills `merged` and is recorded as it is."""
+    if raw.get(key) is not None:
+        effective[key] = {"value": raw[key], "source": "config"}
+    else:
+        merged[key] = entry["value"]
+        effective[key] = dict(entry)
+
+
 def apply_setup(raw: dict, presets: dict) -> tuple:
     """(config with the `paper_setup` preset's keys filled in where not given, their
     effective entries). A paper setup (presets.json `setups`) is one model size's
@@ -51,11 +61,7 @@ def apply_setup(raw: dict, presets: dict) -> tuple:
                          f"got {name!r}")
     merged, effective = dict(raw), {"paper_setup": {"value": name, "source": "config"}}
     for key, entry in setups[name].items():
-        if raw.get(key) is not None:
-            effective[key] = {"value": raw[key], "source": "config"}
-        else:
-            merged[key] = entry["value"]
-            effective[key] = dict(entry)
+        _fill(raw, merged, effective, key, entry)
     return merged, effective
 
 
@@ -81,21 +87,13 @@ def resolve_recipe(raw: dict, presets: dict = None) -> tuple:
         if key in ENVIRONMENT_KEYS:
             effective[key] = dict(entry)
             continue
-        if raw.get(key) is not None:
-            effective[key] = {"value": raw[key], "source": "config"}
-        else:
-            merged[key] = entry["value"]
-            effective[key] = dict(entry)
+        _fill(raw, merged, effective, key, entry)
     algorithm = merged["algorithm"]
     if algorithm not in presets["algorithms"]:
         raise ValueError(f"config key 'algorithm': must be one of {', '.join(presets['algorithms'])}, "
                          f"got {algorithm!r}")
     for key, entry in presets["algorithms"][algorithm].items():
-        if raw.get(key) is not None:
-            effective[key] = {"value": raw[key], "source": "config"}
-        else:
-            merged[key] = entry["value"]
-            effective[key] = dict(entry)
+        _fill(raw, merged, effective, key, entry)
     return merged, effective
 
 
@@ -125,9 +123,5 @@ def resolve_rft(raw: dict, presets: dict = None) -> tuple:
     effective = {"recipe": {"value": name, "source": "config" if "recipe" in raw else "default"},
                  "optimizer": dict(preset["optimizer"])}
     for key in RFT_TRAINER_KEYS:
-        if raw.get(key) is not None:
-            effective[key] = {"value": raw[key], "source": "config"}
-        else:
-            merged[key] = preset[key]["value"]
-            effective[key] = dict(preset[key])
+        _fill(raw, merged, effective, key, preset[key])
     return merged, effective

@@ -173,9 +173,8 @@ class ServedPolicy:
         }
 
 
-def make_handler(policy: ServedPolicy, request_log: Optional[str]):
-    from .chat_request import RequestError
-
+def request_logger(request_log: Optional[str]):
+    """log(entry): one JSON line per answered request appended to `request_log` (none when None)."""
     log_lock = threading.Lock()
 
     def log_request(entry: dict) -> None:
@@ -185,23 +184,49 @@ def make_handler(policy: ServedPolicy, request_log: Optional[str]):
         with log_lock, open(request_log, "a", encoding="utf-8") as f:
             f.write(line)
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    return log_request
 
-        def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-            pass  # the request log above is the record
 
-        def _send(self, status: int, payload: dict) -> None:
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+def completion_log_entry(policy: ServedPolicy, reply: dict, started: float) -> dict:
+    """The request log's record of one completion: who answered, tokens, how long it took."""
+    usage = reply["usage"]
+    return {
+        "model": policy.served_name,
+        "step": policy.step,
+        "adapterSha256": policy.adapter_sha256,
+        "promptTokens": usage["prompt_tokens"],
+        "completionTokens": usage["completion_tokens"],
+        "finishReason": reply["choices"][0]["finish_reason"],
+        "ms": round((time.monotonic() - started) * 1000, 1),
+    }
 
-        def _error(self, status: int, message: str, kind: str) -> None:
-            self._send(status, {"error": {"message": message, "type": kind, "code": status}})
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 JSON replies and OpenAI-style errors."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass  # the request log (request_logger) is the record
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, kind: str) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "code": status}})
+
+
+def make_handler(policy: ServedPolicy, request_log: Optional[str]):
+    from .chat_request import RequestError
+
+    log_request = request_logger(request_log)
+
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802 - http.server's naming
             path = self.path.split("?")[0].rstrip("/")
             if path in ("/health", "/v1/health"):
@@ -223,41 +248,37 @@ def make_handler(policy: ServedPolicy, request_log: Optional[str]):
                 self._error(404, f"no route POST {path}", "not_found")
                 return
             started = time.monotonic()
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except (ValueError, json.JSONDecodeError) as error:
-                self._error(400, f"the body is not JSON: {error}", "invalid_request_error")
-                return
-            if not isinstance(body, dict):
-                self._error(400, "the body must be a JSON object", "invalid_request_error")
-                return
-            if body.get("model") != policy.served_name:
-                self._error(
-                    404, f"the model {body.get('model')!r} does not exist: this server serves {policy.served_name!r}", "model_not_found"
-                )
-                return
-            if body.get("stream"):
-                self._error(400, "stream is not supported by this server", "invalid_request_error")
+            body = self._chat_body()
+            if body is None:
                 return
             try:
                 reply = policy.complete(body)
             except RequestError as error:
                 self._error(400, str(error), "invalid_request_error")
                 return
-            usage = reply["usage"]
-            log_request(
-                {
-                    "model": policy.served_name,
-                    "step": policy.step,
-                    "adapterSha256": policy.adapter_sha256,
-                    "promptTokens": usage["prompt_tokens"],
-                    "completionTokens": usage["completion_tokens"],
-                    "finishReason": reply["choices"][0]["finish_reason"],
-                    "ms": round((time.monotonic() - started) * 1000, 1),
-                }
-            )
+            log_request(completion_log_entry(policy, reply, started))
             self._send(200, reply)
+
+        def _chat_body(self) -> Optional[dict]:
+            """The request's JSON object when it is one for this server's model; else None, its error sent."""
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except (ValueError, json.JSONDecodeError) as error:
+                self._error(400, f"the body is not JSON: {error}", "invalid_request_error")
+                return None
+            if not isinstance(body, dict):
+                self._error(400, "the body must be a JSON object", "invalid_request_error")
+                return None
+            if body.get("model") != policy.served_name:
+                self._error(
+                    404, f"the model {body.get('model')!r} does not exist: this server serves {policy.served_name!r}", "model_not_found"
+                )
+                return None
+            if body.get("stream"):
+                self._error(400, "stream is not supported by this server", "invalid_request_error")
+                return None
+            return body
 
     return Handler
 

@@ -35,18 +35,20 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import torch
 
 from .chat_request import RequestError, conversation_sequence
 from .checkpoint import DataPosition, capture_rng_state, load_checkpoint, resolve_resume, restore_rng_state, save_checkpoint
 from .data import epoch_order
+from .config import config_to_dict
 from .policy import count_parameters, load_policy, pick_device_and_dtype, token_logprobs, trainable_parameters
-from .schedule import lr_multiplier
-from .sft_config import SftConfig, load_sft_config, sft_config_to_dict
-from .train import Emitter, StopRequest, load_chat, log, seed_everything
-from .update import TrainItem, collate, micro_batches
+from .sft_config import SftConfig, load_sft_config
+from .train import Emitter, StopRequest, finish, load_chat, log, make_optimizer, seed_everything, write_run_files
+from .update import TrainItem, clip_and_step, collate, micro_batches
 
 
 class ExampleError(ValueError):
@@ -180,34 +182,74 @@ def finetune(cfg: SftConfig, resume, emit, stop, recipe: dict) -> int:
     tokens_out = cfg.tokens_out or os.path.join(cfg.output_dir, "tokens.jsonl")
     write_tokens(tokens_out, examples, sequences)
     items = [TrainItem(ids=s.ids, mask=s.mask, advantage=0.0, weight=1.0) for s in sequences]
-    data_fingerprint = fingerprint(sequences, cfg)
 
-    per_epoch = steps_per_epoch(len(items), cfg.global_batch_size)
-    total_steps = per_epoch * cfg.epochs
-    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(cfg.lr_schedule, total_steps, cfg.warmup_ratio))
+    total_steps = steps_per_epoch(len(items), cfg.global_batch_size) * cfg.epochs
+    optimizer, scheduler = make_optimizer(cfg, model, total_steps)
+    run = SftRun(cfg, emit, stop, device, model, tokenizer, optimizer, scheduler, items,
+                 fingerprint(sequences, cfg), total_steps)
+    checkpoint, step, position = resume_sft(run, resume)
+    announce_sft(run, step, dtype, tokens_out, recipe)
+
+    last_saved = step if checkpoint is not None else None
+    params = trainable_parameters(model)
+    model.train()
+    while step < total_steps and not stop.requested:
+        done = sft_train_step(run, params, step, position, last_saved)
+        if done is None:
+            return 0  # the step was abandoned: stopped
+        step, position, saved = done
+        if saved:
+            last_saved = step
+    return finish(emit, stop, step, stop.requested,
+                  lambda: save(run, step, capture_rng_state(), position) if last_saved != step else None)
+
+
+@dataclass
+class SftRun:
+    """What the parts of one fine-tuning run share."""
+    cfg: SftConfig
+    emit: Any
+    stop: Any
+    device: torch.device
+    model: Any
+    tokenizer: Any
+    optimizer: Any
+    scheduler: Any
+    items: list  # TrainItem per example
+    fingerprint: str
+    total_steps: int
+
+
+def resume_sft(run: SftRun, resume) -> tuple:
+    """(checkpoint resumed or None, step, data position): the state of `--resume`, or step 0."""
+    cfg = run.cfg
     step, position = 0, DataPosition()
     checkpoint = resolve_resume(cfg.output_dir, resume)
     if checkpoint is not None:
-        state, rng_state = load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
-        if state.get("data_fingerprint") != data_fingerprint:
+        state, rng_state = load_checkpoint(checkpoint, model=run.model, optimizer=run.optimizer, scheduler=run.scheduler)
+        if state.get("data_fingerprint") != run.fingerprint:
             raise RuntimeError(
                 f"checkpoint {checkpoint} was trained on other examples or another batch order "
-                f"(fingerprint {state.get('data_fingerprint')} != {data_fingerprint}); refusing to resume"
+                f"(fingerprint {state.get('data_fingerprint')} != {run.fingerprint}); refusing to resume"
             )
         step, position = state["step"], DataPosition(state["data_epoch"], state["data_index"])
         restore_rng_state(rng_state)
-        emit("resumed", step=step, checkpoint=checkpoint)
+        run.emit("resumed", step=step, checkpoint=checkpoint)
     elif resume is not None:
         log(f"--resume {resume}: no complete checkpoint in {cfg.output_dir}; starting from step 0")
+    return checkpoint, step, position
 
-    total, trainable = count_parameters(model)
-    emit(
+
+def announce_sft(run: SftRun, step: int, dtype, tokens_out: str, recipe: dict) -> None:
+    """The "start" line, and the run's config.json and recipe.json."""
+    cfg, items = run.cfg, run.items
+    total, trainable = count_parameters(run.model)
+    run.emit(
         "start",
         step=step,
-        total_steps=total_steps,
+        total_steps=run.total_steps,
         kind="sft",
-        device=str(device),
+        device=str(run.device),
         dtype=str(dtype).replace("torch.", ""),
         generator="none",
         finetune=cfg.finetune,
@@ -219,79 +261,68 @@ def finetune(cfg: SftConfig, resume, emit, stop, recipe: dict) -> int:
         tokens_out=tokens_out,
         recipe=recipe,
     )
-    with open(os.path.join(cfg.output_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(sft_config_to_dict(cfg), f, indent=2)
-    with open(os.path.join(cfg.output_dir, "recipe.json"), "w", encoding="utf-8") as f:
-        json.dump(recipe, f, indent=2)
+    write_run_files(cfg.output_dir, config_to_dict(cfg), recipe)
 
-    last_saved = step if checkpoint is not None else None
 
-    def save(at_step: int, rng_state: dict, at_position: DataPosition) -> str:
-        path = save_checkpoint(
-            cfg.output_dir,
-            at_step,
-            model=model,
-            optimizer=optimizer,
-            scheduler=scheduler,
-            rng_state=rng_state,
-            data_position=at_position,
-            extra_state={"data_fingerprint": data_fingerprint, "kind": "sft", "total_steps": total_steps},
-            keep=cfg.keep_checkpoints,
-        )
-        emit("checkpoint", step=at_step, path=path)
-        return path
+def save(run: SftRun, at_step: int, rng_state: dict, at_position: DataPosition) -> str:
+    path = save_checkpoint(
+        run.cfg.output_dir,
+        at_step,
+        model=run.model,
+        optimizer=run.optimizer,
+        scheduler=run.scheduler,
+        rng_state=rng_state,
+        data_position=at_position,
+        extra_state={"data_fingerprint": run.fingerprint, "kind": "sft", "total_steps": run.total_steps},
+        keep=run.cfg.keep_checkpoints,
+    )
+    run.emit("checkpoint", step=at_step, path=path)
+    return path
 
-    params = trainable_parameters(model)
-    model.train()
-    while step < total_steps and not stop.requested:
-        started = time.perf_counter()
-        rng_at_start, position_at_start = capture_rng_state(), position
-        rows, next_position = batch_at(len(items), cfg.seed, cfg.global_batch_size, position)
+
+def sft_train_step(run: SftRun, params: list, step: int, position: DataPosition, last_saved):
+    """One optimizer step on the next global batch, its "step" line and a checkpoint when due.
+    Returns (step, data position, whether it checkpointed) after it, or None when a stop abandoned it."""
+    cfg, optimizer, stop = run.cfg, run.optimizer, run.stop
+    started = time.perf_counter()
+    rng_at_start, position_at_start = capture_rng_state(), position
+    rows, next_position = batch_at(len(run.items), cfg.seed, cfg.global_batch_size, position)
+    optimizer.zero_grad(set_to_none=True)
+    out = sft_step(
+        run.model,
+        run.items,
+        rows,
+        pad_id=run.tokenizer.pad_token_id,
+        device=run.device,
+        micro_batch_tokens=cfg.micro_batch_tokens,
+        should_stop=lambda: stop.requested,
+    )
+    if out is None:
+        # Nothing was learnt from this step: checkpoint its starting state.
         optimizer.zero_grad(set_to_none=True)
-        out = sft_step(
-            model,
-            items,
-            rows,
-            pad_id=tokenizer.pad_token_id,
-            device=device,
-            micro_batch_tokens=cfg.micro_batch_tokens,
-            should_stop=lambda: stop.requested,
-        )
-        if out is None:
-            # Nothing was learnt from this step: checkpoint its starting state.
-            optimizer.zero_grad(set_to_none=True)
-            path = save(step, rng_at_start, position_at_start) if last_saved != step else None
-            emit("stopped", step=step, signal=stop.signal_name, checkpoint=path, aborted_step=step + 1)
-            return 0
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-        lr = scheduler.get_last_lr()[0]
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        step, position = step + 1, next_position
-        metrics = {
-            "step": step,
-            "epoch": position_at_start.epoch,
-            "loss": out["loss"],
-            "lr": lr,
-            "grad_norm": grad_norm,
-            "examples": len(rows),
-            "policy_tokens": out["policy_tokens"],
-            "train_tokens": out["tokens"],
-            "step_time_s": time.perf_counter() - started,
-        }
-        path = None
-        if step % cfg.save_every == 0 or step == total_steps or stop.requested:
-            path = save(step, capture_rng_state(), position)
-            last_saved = step
-        emit("step", **metrics, checkpoint=path)
-
-    if stop.requested:
-        path = save(step, capture_rng_state(), position) if last_saved != step else None
-        emit("stopped", step=step, signal=stop.signal_name, checkpoint=path)
-        return 0
-    emit("done", step=step)
-    return 0
+        path = save(run, step, rng_at_start, position_at_start) if last_saved != step else None
+        run.emit("stopped", step=step, signal=stop.signal_name, checkpoint=path, aborted_step=step + 1)
+        return None
+    grad_norm, lr = clip_and_step(params, optimizer, run.scheduler, cfg.max_grad_norm)
+    optimizer.zero_grad(set_to_none=True)
+    step, position = step + 1, next_position
+    metrics = {
+        "step": step,
+        "epoch": position_at_start.epoch,
+        "loss": out["loss"],
+        "lr": lr,
+        "grad_norm": grad_norm,
+        "examples": len(rows),
+        "policy_tokens": out["policy_tokens"],
+        "train_tokens": out["tokens"],
+        "step_time_s": time.perf_counter() - started,
+    }
+    path = None
+    due = step % cfg.save_every == 0 or step == run.total_steps or stop.requested
+    if due:
+        path = save(run, step, capture_rng_state(), position)
+    run.emit("step", **metrics, checkpoint=path)
+    return step, position, due
 
 
 if __name__ == "__main__":

@@ -8,13 +8,12 @@ file reuses.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .config import DTYPES, FINETUNES, LR_SCHEDULES, ConfigError, LoraConfig, _build, _fail
+from .config import (DTYPES, FINETUNES, LR_SCHEDULES, LoraConfig, _build_with_recipe, _check_optimizer, _fail,
+                     read_config_file)
 from .recipes import resolve_rft
 
 FROM_RECIPE = None
@@ -56,13 +55,7 @@ class SftConfig:
 
 def parse_sft_config_with_recipe(raw) -> tuple:
     """(SftConfig, effective recipe {key: {value, source}}) from a decoded JSON object."""
-    if not isinstance(raw, dict):
-        _fail("<root>", f"expected an object, got {type(raw).__name__}")
-    try:
-        merged, effective = resolve_rft(raw)
-    except ValueError as e:
-        raise ConfigError(str(e)) from e
-    config = _build(SftConfig, merged, "")
+    config, effective = _build_with_recipe(SftConfig, raw, resolve_rft)
     _check_ranges(config)
     return config, effective
 
@@ -77,12 +70,7 @@ def _check_ranges(c: SftConfig) -> None:
         _fail("lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}, got {c.lr_schedule!r}")
     if c.dtype not in DTYPES:
         _fail("dtype", f"must be one of {', '.join(DTYPES)}, got {c.dtype!r}")
-    if not c.lr > 0:
-        _fail("lr", f"must be > 0, got {c.lr}")
-    if not 0 <= c.warmup_ratio < 1:
-        _fail("warmup_ratio", f"must be in [0, 1), got {c.warmup_ratio}")
-    if not c.max_grad_norm > 0:
-        _fail("max_grad_norm", f"must be > 0, got {c.max_grad_norm}")
+    _check_optimizer(c)
     if c.weight_decay < 0:
         _fail("weight_decay", f"must be >= 0, got {c.weight_decay}")
     if c.lora.r < 1 or c.lora.alpha <= 0:
@@ -97,15 +85,4 @@ def _check_ranges(c: SftConfig) -> None:
 
 def load_sft_config(path: str) -> tuple:
     """(SftConfig, effective recipe) from the JSON file at `path`."""
-    if not os.path.isfile(path):
-        raise ConfigError(f"config file {path!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        try:
-            raw = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"config file {path!r} is not valid JSON: {e}") from e
-    return parse_sft_config_with_recipe(raw)
-
-
-def sft_config_to_dict(config: SftConfig) -> dict:
-    return dataclasses.asdict(config)
+    return parse_sft_config_with_recipe(read_config_file(path))

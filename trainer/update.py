@@ -127,23 +127,14 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
     that sampled them.
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    lengths = [len(it.ids) for it in items]
     need_ref = settings.kl_beta > 0 or track_kl
     if global_index is None:
         global_index, global_count = list(range(len(items))), len(items)
-    plans = [(rows_all, count, micro_batches(lengths, [i for i in rows_all if items[i].weight > 0],
-                                             micro_batch_tokens))
-             for rows_all, count in global_mini_batches(global_index, global_count, mini_batches)]
+    plans = plan_mini_batches(items, global_index, global_count, mini_batches, micro_batch_tokens)
     logprobs = lambda ids, attn, lmask: token_logprobs(model, ids, attn, lmask, temperature=temperature)  # noqa: E731
 
     model.train()
-    old_cache = {}
-    if mini_batches > 1:
-        with torch.no_grad():
-            for _, _, micros in plans:
-                for rows in micros:
-                    ids, attn, lmask, _ = collate(items, rows, pad_id, device)
-                    old_cache[tuple(rows)] = logprobs(ids, attn, lmask)
+    old_cache = old_logprobs(items, plans, pad_id, device, logprobs) if mini_batches > 1 else {}
 
     totals = dict(loss=0.0, clipped=0.0, clip_units=0.0, kl_sum=0.0, kl_tokens=0.0, tokens=0,
                   mismatch_sum=0.0, mismatch_tokens=0.0, is_weight_sum=0.0, is_weight_units=0.0)
@@ -161,23 +152,8 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
             logps = logprobs(ids, attn, lmask)
             old = old_cache.get(tuple(rows), logps.detach())
             sampler, has_sampler = collate_sampler_logprobs(items, rows, device)
-            sampled_mask = lmask * has_sampler[:, None]
-            totals["mismatch_sum"] += float(((sampler - old).abs() * sampled_mask).sum())
-            if behaviour_old:
-                if float(has_sampler.min()) < 1:
-                    raise RuntimeError("mode: async needs the sampler's log-probs of every rollout (the HF engine "
-                                       "always reports them; vLLM only at temperature 1)")
-                old = torch.where(lmask > 0, sampler, old)
-            totals["mismatch_tokens"] += float(sampled_mask.sum())
-            is_weights = None
-            if importance_sampling_cap is not None:
-                per_sequence = settings.algorithm == "gspo"
-                # Rows without sampler log-probs get weight 1 (log-ratio 0).
-                is_weights = truncated_is_weights(old, torch.where(sampled_mask > 0, sampler, old), lmask,
-                                                  importance_sampling_cap, per_sequence)
-                units = (lmask.sum(dim=1) > 0).float() if per_sequence else lmask
-                totals["is_weight_sum"] += float((is_weights * units).sum())
-                totals["is_weight_units"] += float(units.sum())
+            old, is_weights = sampler_terms(old, sampler, has_sampler, lmask, settings, importance_sampling_cap,
+                                            behaviour_old, totals)
             out = policy_loss(logps, old, ref if settings.kl_beta > 0 else None, lmask, adv, settings, is_weights)
             loss = out.per_sequence.sum() / denominator
             loss.backward()
@@ -190,13 +166,72 @@ def policy_update(model, optimizer, scheduler, items: list, settings: LossSettin
                 totals["kl_tokens"] += float(lmask.sum())
         if before_step is not None:
             before_step(params)
-        grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)))
-        lrs.append(scheduler.get_last_lr()[0])
-        optimizer.step()
-        scheduler.step()
+        grad_norm, lr = clip_and_step(params, optimizer, scheduler, max_grad_norm)
+        grad_norms.append(grad_norm)
+        lrs.append(lr)
     optimizer.zero_grad(set_to_none=True)
+    return update_stats(totals, len(plans), grad_norms, lrs, need_ref)
+
+
+def plan_mini_batches(items: list, global_index: list, global_count: int, mini_batches: int,
+                      micro_batch_tokens: int) -> list:
+    """[(this process's rows of global mini-batch j, its global size, its micro-batches)]:
+    rows whose loss is masked are in no micro-batch (they add no gradient)."""
+    lengths = [len(it.ids) for it in items]
+    return [(rows_all, count, micro_batches(lengths, [i for i in rows_all if items[i].weight > 0],
+                                            micro_batch_tokens))
+            for rows_all, count in global_mini_batches(global_index, global_count, mini_batches)]
+
+
+def old_logprobs(items: list, plans: list, pad_id: int, device, logprobs) -> dict:
+    """pi_old of every micro-batch (keyed by its rows), before the step's first update."""
+    old_cache = {}
+    with torch.no_grad():
+        for _, _, micros in plans:
+            for rows in micros:
+                ids, attn, lmask, _ = collate(items, rows, pad_id, device)
+                old_cache[tuple(rows)] = logprobs(ids, attn, lmask)
+    return old_cache
+
+
+def sampler_terms(old, sampler, has_sampler, lmask, settings: LossSettings, importance_sampling_cap,
+                  behaviour_old: bool, totals: dict) -> tuple:
+    """(pi_old, truncated importance weights or None) of a micro-batch given the sampler's
+    log-probs; counts the sampler/trainer mismatch and the weights into `totals`."""
+    sampled_mask = lmask * has_sampler[:, None]
+    totals["mismatch_sum"] += float(((sampler - old).abs() * sampled_mask).sum())
+    if behaviour_old:
+        if float(has_sampler.min()) < 1:
+            raise RuntimeError("mode: async needs the sampler's log-probs of every rollout (the HF engine "
+                               "always reports them; vLLM only at temperature 1)")
+        old = torch.where(lmask > 0, sampler, old)
+    totals["mismatch_tokens"] += float(sampled_mask.sum())
+    is_weights = None
+    if importance_sampling_cap is not None:
+        per_sequence = settings.algorithm == "gspo"
+        # Rows without sampler log-probs get weight 1 (log-ratio 0).
+        is_weights = truncated_is_weights(old, torch.where(sampled_mask > 0, sampler, old), lmask,
+                                          importance_sampling_cap, per_sequence)
+        units = (lmask.sum(dim=1) > 0).float() if per_sequence else lmask
+        totals["is_weight_sum"] += float((is_weights * units).sum())
+        totals["is_weight_units"] += float(units.sum())
+    return old, is_weights
+
+
+def clip_and_step(params: list, optimizer, scheduler, max_grad_norm: float) -> tuple:
+    """(gradient norm before clipping, learning rate used): clip the accumulated gradient
+    to `max_grad_norm`, then one optimizer and one schedule step."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+    lr = scheduler.get_last_lr()[0]
+    optimizer.step()
+    scheduler.step()
+    return grad_norm, lr
+
+
+def update_stats(totals: dict, mini_batches: int, grad_norms: list, lrs: list, need_ref: bool) -> dict:
+    """policy_update's result: the step's means and ratios, and the totals behind them."""
     return {
-        "loss": totals["loss"] / len(plans),
+        "loss": totals["loss"] / mini_batches,
         "clip_ratio": totals["clipped"] / totals["clip_units"] if totals["clip_units"] else 0.0,
         "kl": totals["kl_sum"] / totals["kl_tokens"] if totals["kl_tokens"] else None,
         "grad_norm": sum(grad_norms) / len(grad_norms),

@@ -5,15 +5,16 @@ import { EvaluationExclusionsSchema, EvaluationSummarySchema } from './summary';
 
 /** The evaluation activities' inputs and outputs (activities/evaluation-*.ts, workflows/evaluation.ts). */
 
-const stageBase = {
+/** What every evaluation activity reads: the run, its environment samples and the evaluation config. */
+const evaluationInputs = {
   runId: z.string(),
   runDir: z.string(),
+  samples: ArtifactRefSchema,
+  evaluation: EvaluationConfigSchema,
 };
 
 export const PlanEvaluationInputSchema = z.object({
-  ...stageBase,
-  samples: ArtifactRefSchema,
-  evaluation: EvaluationConfigSchema,
+  ...evaluationInputs,
   /** Sub-folder of `evaluation/` for this execution (outputPerRun), or null for `evaluation/` itself. */
   outputLabel: z
     .string()
@@ -45,9 +46,7 @@ export const EvaluationPlanSchema = z.object({
 export type EvaluationPlan = z.infer<typeof EvaluationPlanSchema>;
 
 export const EvaluateShardInputSchema = z.object({
-  ...stageBase,
-  samples: ArtifactRefSchema,
-  evaluation: EvaluationConfigSchema,
+  ...evaluationInputs,
   retriever: RetrieverPlanSchema,
   shardIndex: z.number().int().min(0),
   shardCount: z.number().int().min(1),
@@ -66,9 +65,7 @@ export const EvaluateShardOutputSchema = z.object({
 export type EvaluateShardOutput = z.infer<typeof EvaluateShardOutputSchema>;
 
 export const SummarizeEvaluationInputSchema = z.object({
-  ...stageBase,
-  samples: ArtifactRefSchema,
-  evaluation: EvaluationConfigSchema,
+  ...evaluationInputs,
   plan: EvaluationPlanSchema,
   /** Finished shards, per retriever in config order; a retriever whose shards failed is in `failedRetrievers`. */
   shards: z.array(z.object({ retriever: z.string(), refs: z.array(ArtifactRefSchema) })),

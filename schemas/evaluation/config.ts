@@ -3,6 +3,7 @@ import { BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED } from './boo
 import { AgentLimitsSchema, AnswerFormatSchema } from '../agent';
 import { SandboxConfigSchema } from '../sandbox';
 import { CheckpointChoiceSchema, PolicyServerBackendSchema, ServedPolicySchema, TrainedPolicySchema } from '../policy-server';
+import { flagRepeatedInstances } from '../unique-instances';
 
 /**
  * The evaluation section of the run config (docs/design.md "Retrieval evaluation"; CodeGrep §4.2, App. E; CodeScout
@@ -185,13 +186,7 @@ export const EvaluationConfigSchema = z
         });
       } else seen.set(retriever.name, i);
     });
-    if (config.instances) {
-      const ids = new Set<string>();
-      config.instances.forEach((id, i) => {
-        if (ids.has(id)) ctx.addIssue({ code: 'custom', path: ['instances', i], message: `instance "${id}" is listed twice` });
-        ids.add(id);
-      });
-    }
+    if (config.instances) flagRepeatedInstances(config.instances, ctx);
   });
 export type EvaluationConfig = z.infer<typeof EvaluationConfigSchema>;
 export type EvaluationConfigInput = z.input<typeof EvaluationConfigSchema>;
