@@ -60,6 +60,16 @@ function onceUntilFailure<T>(make: () => Promise<T>): () => Promise<T> {
   };
 }
 
+/** What `request` answers, or null when the object it asks for is not there. */
+async function nullIfNotFound<T>(request: () => Promise<T>): Promise<T | null> {
+  try {
+    return await request();
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
 /**
  * Passes `source` on while hashing and counting its bytes, so an upload hashes in the same pass (bounded
  * memory); `result()` is complete once the body has been consumed.
@@ -243,14 +253,10 @@ class S3Bucket {
 
   async getFile(key: string, localPath: string): Promise<WriteResult> {
     await this.ready();
-    const response = await this.call('GetObject', key, async () => {
-      try {
-        return await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
-      } catch (error) {
-        if (isNotFound(error)) throw new StoreObjectNotFoundError(this.uriOf(key), `artifact store: ${this.uriOf(key)} does not exist`);
-        throw error;
-      }
-    });
+    const response = await this.call('GetObject', key, () =>
+      nullIfNotFound(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }))),
+    );
+    if (response === null) throw new StoreObjectNotFoundError(this.uriOf(key), `artifact store: ${this.uriOf(key)} does not exist`);
     const recorded = response.Metadata?.[SHA_METADATA] ?? null;
     const result = await this.call('download', key, () =>
       writeFileAtomically(localPath, async (write) => {
@@ -268,28 +274,22 @@ class S3Bucket {
 
   async getBytes(key: string): Promise<Buffer | null> {
     await this.ready();
-    return this.call('GetObject', key, async () => {
-      try {
+    return this.call('GetObject', key, () =>
+      nullIfNotFound(async () => {
         const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
         return Buffer.from(await response.Body!.transformToByteArray());
-      } catch (error) {
-        if (isNotFound(error)) return null;
-        throw error;
-      }
-    });
+      }),
+    );
   }
 
   async head(key: string): Promise<StoredObject | null> {
     await this.ready();
-    return this.call('HeadObject', key, async () => {
-      try {
+    return this.call('HeadObject', key, () =>
+      nullIfNotFound(async () => {
         const response = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
         return { key, bytes: response.ContentLength ?? 0, sha256: response.Metadata?.[SHA_METADATA] ?? null };
-      } catch (error) {
-        if (isNotFound(error)) return null;
-        throw error;
-      }
-    });
+      }),
+    );
   }
 
   /** Every page of ListObjectsV2 below `keyPrefix`, without the uploads in flight. */
