@@ -43,35 +43,27 @@ export function temporalConnectionSettings(overrides: Partial<TemporalConnection
 
 /** Base of every connection failure; `address` is the server we tried. */
 export class TemporalConnectionError extends Error {
-  override name = 'TemporalConnectionError';
   constructor(
     readonly address: string,
     message: string,
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    this.name = new.target.name;
   }
 }
 
 /** A CA, certificate or key file named in the settings cannot be read. */
-export class TemporalTlsFileError extends TemporalConnectionError {
-  override name = 'TemporalTlsFileError';
-}
+export class TemporalTlsFileError extends TemporalConnectionError {}
 
 /** Nothing answers at the address (refused, unresolvable, timed out). */
-export class TemporalUnreachableError extends TemporalConnectionError {
-  override name = 'TemporalUnreachableError';
-}
+export class TemporalUnreachableError extends TemporalConnectionError {}
 
 /** The server's certificate is not signed by the trusted CA, or does not carry the expected name. */
-export class TemporalServerCertificateError extends TemporalConnectionError {
-  override name = 'TemporalServerCertificateError';
-}
+export class TemporalServerCertificateError extends TemporalConnectionError {}
 
 /** The server refused our credentials: no or a wrong client certificate, or an API key it does not accept. */
-export class TemporalCredentialsRejectedError extends TemporalConnectionError {
-  override name = 'TemporalCredentialsRejectedError';
-}
+export class TemporalCredentialsRejectedError extends TemporalConnectionError {}
 
 /** Which environment variable sets each file, for the error messages. */
 const FILE_VARIABLES = {

@@ -26,17 +26,14 @@ export type AppendLog = {
  * never glue onto a fragment (the torn record's append never resolved, so its item was not finished).
  */
 export async function openAppendLog(dir: string, shardName: string): Promise<AppendLog> {
-  if (!SHARD_NAME.test(shardName)) {
-    throw new TypeError(
-      `Append log shard name ${JSON.stringify(shardName)} must be letters, digits, '.', '_' or '-' and not start with '.'`,
-    );
-  }
+  checkShardName(shardName);
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${shardName}${SHARD_EXTENSION}`);
   const droppedTornBytes = await cutTornTail(path);
   const handle = await open(path, 'a');
   let closed = false;
-  let queue: Promise<void> = Promise.resolve();
+  // Appends run one after another so concurrent calls never interleave their lines.
+  const writes = serialQueue();
 
   return {
     path,
@@ -49,15 +46,12 @@ export async function openAppendLog(dir: string, shardName: string): Promise<App
       } catch (err) {
         return Promise.reject(err);
       }
-      // Appends run one after another so concurrent calls never interleave their lines.
-      const run = queue.then(() => (bytes.length === 0 ? undefined : writeAndSync(handle, bytes)));
-      queue = run.catch(() => undefined);
-      return run;
+      return writes.run(() => (bytes.length === 0 ? undefined : writeAndSync(handle, bytes)));
     },
     async close() {
       if (closed) return;
       closed = true;
-      await queue;
+      await writes.settled();
       await handle.close();
     },
   };
@@ -103,20 +97,47 @@ export async function readAppendLog<T extends object = Record<string, unknown>>(
       if (line === '') continue;
       if (failed) contents.malformedLines.push(failed);
       failed = undefined;
-      try {
-        const value: unknown = JSON.parse(line);
-        if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-          failed = { shard: name, line: lineNumber, reason: 'not a JSON object' };
-        } else {
-          contents.records.push(value as T);
-        }
-      } catch (err) {
-        failed = { shard: name, line: lineNumber, reason: `malformed JSON: ${(err as Error).message}` };
-      }
+      const parsed = parseLogLine(line);
+      if ('record' in parsed) contents.records.push(parsed.record as T);
+      else failed = { shard: name, line: lineNumber, reason: parsed.reason };
     }
     if (failed) contents.tornLines++;
   }
   return contents;
+}
+
+/** Runs tasks one after another in the order given; a task that fails fails its own caller, not the tasks after it. */
+export function serialQueue(): { run(task: () => Promise<void> | undefined): Promise<void>; settled(): Promise<void> } {
+  let tail: Promise<void> = Promise.resolve();
+  return {
+    run(task) {
+      const run = tail.then(task);
+      tail = run.catch(() => undefined);
+      return run;
+    },
+    /** Resolves once every task given so far has settled. */
+    settled: () => tail,
+  };
+}
+
+/** Throws unless `shardName` can name a shard: letters, digits, '.', '_' or '-', not starting with '.'. */
+export function checkShardName(shardName: string): void {
+  if (!SHARD_NAME.test(shardName)) {
+    throw new TypeError(
+      `Append log shard name ${JSON.stringify(shardName)} must be letters, digits, '.', '_' or '-' and not start with '.'`,
+    );
+  }
+}
+
+/** One line of a shard: the record it holds, or why it holds none. */
+export function parseLogLine(line: string): { record: object } | { reason: string } {
+  try {
+    const value: unknown = JSON.parse(line);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return { reason: 'not a JSON object' };
+    return { record: value };
+  } catch (err) {
+    return { reason: `malformed JSON: ${(err as Error).message}` };
+  }
 }
 
 function serialize(record: object, index: number, path: string): string {

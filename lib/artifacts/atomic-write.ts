@@ -6,6 +6,21 @@ export type ByteSink = (chunk: Uint8Array) => Promise<void>;
 
 export type AtomicWriteResult = { sha256: string; bytes: number };
 
+/** The name a write in flight uses before it is renamed (or copied) to `name`: `<name>.tmp-<pid>-<rand>`. */
+export function temporaryName(name: string): string {
+  return `${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Whether a name is a write in flight (made by temporaryName), not an object or file yet. */
+export function isTemporaryName(name: string): boolean {
+  return /\.tmp-\d+-[0-9a-f]+$/.test(name);
+}
+
+/** Text as UTF-8 bytes; bytes as they are. */
+export function contentBytes(content: Uint8Array | string): Uint8Array {
+  return typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+}
+
 /**
  * Writes a file so that readers see either the old content or the complete new content, never a prefix:
  * `produce` writes into `<path>.tmp-<pid>-<rand>` in the same directory, which is fsynced and then renamed
@@ -15,7 +30,7 @@ export type AtomicWriteResult = { sha256: string; bytes: number };
 export async function writeFileAtomically(path: string, produce: (write: ByteSink) => Promise<void>): Promise<AtomicWriteResult> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
-  const tmpPath = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const tmpPath = temporaryName(path);
   const hash = createHash('sha256');
   let bytes = 0;
   const handle = await open(tmpPath, 'wx');
@@ -46,7 +61,7 @@ export async function writeFileAtomically(path: string, produce: (write: ByteSin
 
 /** Convenience for content already in memory (manifests, small JSON artifacts). */
 export function writeBytesAtomically(path: string, content: Uint8Array | string): Promise<AtomicWriteResult> {
-  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  const bytes = contentBytes(content);
   return writeFileAtomically(path, (write) => write(bytes));
 }
 

@@ -97,14 +97,13 @@ export interface JudgeRunSummary {
 
 /** The endpoint failed `consecutive` calls in a row (each after all its retries): it is down, not the items. */
 export class JudgeEndpointFailingError extends LlmError {
-  readonly failureType = 'LlmUnavailable';
-  readonly nonRetryable = false;
   constructor(
     endpoint: string,
     readonly consecutive: number,
     lastError: string,
   ) {
     super(
+      'LlmUnavailable',
       `judge endpoint ${endpoint} failed ${consecutive} candidates in a row after all retries; stopping so the run can ` +
         `resume later instead of defaulting every file to RELEVANT. Last error: ${lastError}`,
       endpoint,

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { AppendLogContents } from '../append-log';
+import { checkShardName, parseLogLine, serialQueue, type AppendLogContents } from '../append-log';
 import type { ArtifactStore } from './store';
 
-const SHARD_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 const CHUNK = /^(\d{10})-[0-9a-f]{8}\.jsonl$/;
 
 export type StoreAppendLog = {
@@ -22,15 +21,14 @@ export type StoreAppendLog = {
  * shard after a kill continues after the highest sequence number it finds.
  */
 export async function openStoreAppendLog(store: ArtifactStore, dir: string, shard: string): Promise<StoreAppendLog> {
-  if (!SHARD_NAME.test(shard))
-    throw new TypeError(`Append log shard name ${JSON.stringify(shard)} must be letters, digits, '.', '_' or '-' and not start with '.'`);
+  checkShardName(shard);
   const prefix = `${dir.replace(/\/+$/, '')}/${shard}/`;
   const existing = (await store.list(prefix))
     .map((o) => CHUNK.exec(o.key.slice(prefix.length)))
     .filter((m): m is RegExpExecArray => m !== null);
   let next = existing.reduce((max, m) => Math.max(max, Number(m[1])), 0) + 1;
   let closed = false;
-  let queue: Promise<void> = Promise.resolve();
+  const writes = serialQueue();
   return {
     dir,
     shard,
@@ -41,19 +39,17 @@ export async function openStoreAppendLog(store: ArtifactStore, dir: string, shar
           return Promise.reject(new TypeError(`Append log ${store.uriOf(prefix.slice(0, -1))}: record ${i} must be a plain object`));
         }
       }
-      if (records.length === 0) return queue;
+      if (records.length === 0) return writes.settled();
       const text = records.map((record) => `${JSON.stringify(record)}\n`).join('');
-      const run = queue.then(async () => {
+      return writes.run(async () => {
         const key = `${prefix}${String(next).padStart(10, '0')}-${randomBytes(4).toString('hex')}.jsonl`;
         await store.putBytes(key, text);
         next += 1;
       });
-      queue = run.catch(() => undefined);
-      return run;
     },
     async close() {
       closed = true;
-      await queue;
+      await writes.settled();
     },
   };
 }
@@ -81,13 +77,9 @@ export async function readStoreAppendLog<T extends object = Record<string, unkno
         .split('\n')
         .forEach((line, i) => {
           if (line === '') return;
-          try {
-            const value: unknown = JSON.parse(line);
-            if (value && typeof value === 'object' && !Array.isArray(value)) contents.records.push(value as T);
-            else contents.malformedLines.push({ shard: key, line: i + 1, reason: 'not a JSON object' });
-          } catch (error) {
-            contents.malformedLines.push({ shard: key, line: i + 1, reason: `malformed JSON: ${(error as Error).message}` });
-          }
+          const parsed = parseLogLine(line);
+          if ('record' in parsed) contents.records.push(parsed.record as T);
+          else contents.malformedLines.push({ shard: key, line: i + 1, reason: parsed.reason });
         });
     }
   }

@@ -4,7 +4,6 @@
  * outage (retryable: the store is down).
  */
 export class ArtifactStoreError extends Error {
-  override name = 'ArtifactStoreError';
   constructor(
     /** The store or object URI the operation was on. */
     readonly uri: string,
@@ -12,35 +11,24 @@ export class ArtifactStoreError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    this.name = new.target.name;
   }
 }
 
 /** An `s3://` URI or store setting that cannot work (bad URI, no region). */
-export class StoreConfigError extends ArtifactStoreError {
-  override name = 'StoreConfigError';
-}
+export class StoreConfigError extends ArtifactStoreError {}
 
 /** The bucket of an `s3://` URI does not exist (S3 `NoSuchBucket`). */
-export class StoreBucketNotFoundError extends ArtifactStoreError {
-  override name = 'StoreBucketNotFoundError';
-}
+export class StoreBucketNotFoundError extends ArtifactStoreError {}
 
 /** The store refused the credentials (unknown access key, wrong secret, access denied). */
-export class StoreCredentialsError extends ArtifactStoreError {
-  override name = 'StoreCredentialsError';
-}
+export class StoreCredentialsError extends ArtifactStoreError {}
 
 /** Nothing answers at the store's endpoint (refused, unresolvable, timed out). Retrying may help. */
-export class StoreUnreachableError extends ArtifactStoreError {
-  override name = 'StoreUnreachableError';
-}
+export class StoreUnreachableError extends ArtifactStoreError {}
 
 /** The object a URI names is not in the store. */
-export class StoreObjectNotFoundError extends ArtifactStoreError {
-  override name = 'StoreObjectNotFoundError';
-}
+export class StoreObjectNotFoundError extends ArtifactStoreError {}
 
 /** Bytes read from the store do not hash to the sha256 recorded when they were written. */
-export class StoreIntegrityError extends ArtifactStoreError {
-  override name = 'StoreIntegrityError';
-}
+export class StoreIntegrityError extends ArtifactStoreError {}

@@ -1,5 +1,4 @@
 import { mkdir, stat } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { ArtifactRef } from '../../../schemas/artifact-ref';
 import type { ArtifactManifest } from '../../../schemas/artifact-manifest';
@@ -7,17 +6,23 @@ import { ArtifactManifestSchema } from '../../../schemas/artifact-manifest';
 import { compareWithExpectation, type CacheCheck, type CacheExpectation } from '../cache';
 import { manifestPathFor } from '../manifest';
 import { openFileStore } from './file-store';
-import { openS3Store, s3SettingsFromEnv, type S3StoreSettings } from './s3-store';
-import { parseStoreUri, type ArtifactStore } from './store';
+import type { S3StoreSettings } from './s3-settings';
+import { openS3Store } from './s3-store';
+import { storeSettingsFromProcessEnv, type StoreSettings } from './settings';
+import { parseStoreUri, type ArtifactStore, type StoreLocation } from './store';
 import { StoreIntegrityError, StoreObjectNotFoundError } from './errors';
 
 export * from './errors';
 export { parseStoreUri, fileStoreUri, type ArtifactStore, type StoredObject, type WriteResult, type StoreLocation } from './store';
-export { s3SettingsFromEnv, type S3StoreSettings } from './s3-store';
+export { s3SettingsFromEnv, type Environment, type S3StoreSettings } from './s3-settings';
+export { defaultLocalCacheDir, storeSettingsFromEnv, storeSettingsFromProcessEnv, type StoreSettings } from './settings';
 export { openStoreAppendLog, readStoreAppendLog } from './append-shards';
 
-/** Opens the store a URI names: `file://<dir>`, a plain local path, or `s3://bucket/prefix`. */
-export function openArtifactStore(uri: string, s3: S3StoreSettings = s3SettingsFromEnv()): ArtifactStore {
+/**
+ * Opens the store a URI names: `file://<dir>`, a plain local path, or `s3://bucket/prefix`. Without `s3`, an
+ * `s3://` store is reached with the settings of this process's environment.
+ */
+export function openArtifactStore(uri: string, s3: S3StoreSettings = storeSettingsFromProcessEnv().s3): ArtifactStore {
   const location = parseStoreUri(uri);
   return location.kind === 'file' ? openFileStore(location.dir) : openS3Store(location.bucket, location.prefix, s3);
 }
@@ -83,11 +88,6 @@ export async function checkStoredArtifact(store: ArtifactStore, key: string, exp
   };
 }
 
-/** Where this node keeps downloaded artifacts: CODEGREP_ARTIFACT_CACHE, else ~/.cache/codegrep/artifacts. */
-export function defaultLocalCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env.CODEGREP_ARTIFACT_CACHE || path.join(os.homedir(), '.cache', 'codegrep', 'artifacts'));
-}
-
 /** `<cacheDir>/sha256/<ab>/<sha256><ext>`: the key's extension is kept, readers pick the format by it. */
 function cachedPath(cacheDir: string, sha256: string, key: string): string {
   const ext = path.extname(key).toLowerCase();
@@ -103,7 +103,7 @@ export async function localCopy(
   store: ArtifactStore,
   key: string,
   sha256: string,
-  cacheDir = defaultLocalCacheDir(),
+  cacheDir = storeSettingsFromProcessEnv().cacheDir,
 ): Promise<{ path: string; downloaded: boolean }> {
   if (!/^[0-9a-f]{64}$/.test(sha256)) throw new TypeError(`localCopy ${store.uriOf(key)}: "${sha256}" is not a sha256`);
   const file = cachedPath(cacheDir, sha256, key);
@@ -125,21 +125,31 @@ export async function localCopy(
   return { path: file, downloaded: true };
 }
 
+/** The store of an object's `s3://` URI (the URI's parent) and the object's key in it. */
+function openObjectStore(location: Extract<StoreLocation, { kind: 's3' }>, s3: S3StoreSettings): { store: ArtifactStore; key: string } {
+  const slash = location.prefix.lastIndexOf('/');
+  const store = openS3Store(location.bucket, slash === -1 ? '' : location.prefix.slice(0, slash), s3);
+  return { store, key: slash === -1 ? location.prefix : location.prefix.slice(slash + 1) };
+}
+
 /**
  * The local path to read the object a URI names: a `file://` URI's or plain path's own path; for `s3://` a
  * node-local copy in the sha256-keyed cache, by the sha256 recorded when the object was written (an object
  * written by another tool, without one, is downloaded and hashed). Every row reader (readRows,
  * readParquetTable) goes through this, so an ArtifactRef whose uri is `s3://…` reads on any node.
  */
-export async function localPathForUri(uri: string, cacheDir = defaultLocalCacheDir()): Promise<string> {
+export async function localPathForUri(uri: string, settings: StoreSettings = storeSettingsFromProcessEnv()): Promise<string> {
   const location = parseStoreUri(uri);
   if (location.kind === 'file') return location.dir;
-  const slash = location.prefix.lastIndexOf('/');
-  const store = openS3Store(location.bucket, slash === -1 ? '' : location.prefix.slice(0, slash));
-  const key = slash === -1 ? location.prefix : location.prefix.slice(slash + 1);
+  const { store, key } = openObjectStore(location, settings.s3);
   const head = await store.head(key);
   if (!head) throw new StoreObjectNotFoundError(uri, `artifact store: ${uri} does not exist`);
-  if (head.sha256 !== null) return (await localCopy(store, key, head.sha256, cacheDir)).path;
+  if (head.sha256 !== null) return (await localCopy(store, key, head.sha256, settings.cacheDir)).path;
+  return downloadUnhashed(store, key, settings.cacheDir);
+}
+
+/** Downloads an object that carries no sha256 (written by another tool), then files it in the cache by the sha256 it hashed to. */
+async function downloadUnhashed(store: ArtifactStore, key: string, cacheDir: string): Promise<string> {
   const { rename } = await import('node:fs/promises');
   await mkdir(path.join(cacheDir, 'incoming'), { recursive: true });
   const incoming = path.join(cacheDir, 'incoming', `${process.pid}-${Date.now()}-${Math.random().toString(16).slice(2)}`);
@@ -152,14 +162,17 @@ export async function localPathForUri(uri: string, cacheDir = defaultLocalCacheD
 
 /**
  * The local path to read an artifact from: the ref's own path for a local URI, else a node-local cached copy
- * of the stored object (by the ref's sha256).
+ * of the stored object (by the ref's sha256). `settings` may be just the cache dir (the `s3://` settings then
+ * come from this process's environment).
  */
-export async function localPathForRef(ref: Pick<ArtifactRef, 'uri' | 'sha256'>, cacheDir = defaultLocalCacheDir()): Promise<string> {
+export async function localPathForRef(
+  ref: Pick<ArtifactRef, 'uri' | 'sha256'>,
+  settings: StoreSettings | string = storeSettingsFromProcessEnv(),
+): Promise<string> {
   const location = parseStoreUri(ref.uri);
   if (location.kind === 'file') return location.dir;
-  const slash = location.prefix.lastIndexOf('/');
-  const store = openS3Store(location.bucket, slash === -1 ? '' : location.prefix.slice(0, slash));
-  const key = slash === -1 ? location.prefix : location.prefix.slice(slash + 1);
+  const { s3, cacheDir } = typeof settings === 'string' ? { ...storeSettingsFromProcessEnv(), cacheDir: settings } : settings;
+  const { store, key } = openObjectStore(location, s3);
   return (await localCopy(store, key, ref.sha256, cacheDir)).path;
 }
 export {

@@ -97,3 +97,8 @@ export function checkKey(store: string, key: string): string {
   }
   return key;
 }
+
+/** Objects in key order (code-unit order, as S3 lists keys), the order `list` returns. */
+export function sortByKey(objects: StoredObject[]): StoredObject[] {
+  return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
