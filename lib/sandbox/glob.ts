@@ -9,7 +9,7 @@ import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
 import { globListingCache, type CapturedListing } from './glob-cache';
 import { describeLimit, runPipeline, toolPlacement, type PipelineOutcome, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
   if (engine === 'rg') {
@@ -200,11 +200,7 @@ async function captureListing(
  * Symlinks are not listed or followed; `.git` is never listed. Never throws.
  */
 export async function glob(root: string, args: GlobArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await globUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`glob failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('glob', () => globUnsafe(root, args, options));
 }
 
 async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions): Promise<ToolResult> {

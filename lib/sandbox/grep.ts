@@ -9,7 +9,7 @@ import { fitOutput, sanitizeText } from './output';
 import { asOperand, guardPath } from './paths';
 import { regexLimitProblem } from './regex-limits';
 import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 interface Match {
   path: string;
@@ -120,11 +120,7 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
  * named; GNU grep: -I). Never throws.
  */
 export async function grep(root: string, args: GrepArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await grepUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`grep failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('grep', () => grepUnsafe(root, args, options));
 }
 
 async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions): Promise<ToolResult> {

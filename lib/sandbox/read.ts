@@ -7,7 +7,7 @@ import { fitOutput, sanitizeText } from './output';
 import { guardPath } from './paths';
 import { findExecutable } from './executables';
 import { describeLimit, runPipeline, toolPlacement } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 /** Characters of file text per read: the 4096-character output limit less room for the marker line. */
 const BODY_BUDGET = SANDBOX_LIMITS.maxOutputChars - 160;
@@ -140,11 +140,7 @@ class LineCollector {
  * files are read. Bounded by the 5 s read timeout. Never throws.
  */
 export async function read(root: string, args: ReadArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await readUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('read', () => readUnsafe(root, args, options));
 }
 
 async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions): Promise<ToolResult> {
