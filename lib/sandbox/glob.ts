@@ -9,7 +9,7 @@ import { canonicalRoot } from './paths';
 import { normalizeGlobPattern } from './glob-pattern';
 import { globListingCache, type CapturedListing } from './glob-cache';
 import { describeLimit, runPipeline, toolPlacement, type PipelineOutcome, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function listStage(engine: 'rg' | 'grep', executable: string, glob: string): Stage {
   if (engine === 'rg') {
@@ -200,11 +200,7 @@ async function captureListing(
  * Symlinks are not listed or followed; `.git` is never listed. Never throws.
  */
 export async function glob(root: string, args: GlobArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await globUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`glob failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('glob', () => globUnsafe(root, args, options));
 }
 
 async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions): Promise<ToolResult> {
@@ -220,39 +216,60 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   const compiled = compileGlob(normalized.pattern);
   if (!compiled.ok) return errorResult(`glob: ${compiled.message}`);
 
-  const limits = SANDBOX_LIMITS;
   const listing = engine === 'rg' ? new SortedListing() : new FilteredListing((file) => passesGlobs([compiled.glob], file));
-  const timeoutMs = options.timeoutMs ?? limits.globTimeoutMs;
+  const timeoutMs = options.timeoutMs ?? SANDBOX_LIMITS.globTimeoutMs;
   const deadline = Date.now() + timeoutMs;
   const stage = listStage(engine, programs.list, normalized.pattern);
-  let run: PipelineOutcome;
-  if (engine === 'rg' && !options.resourceLimits && (options.isolation ?? 'namespace') === 'namespace') {
-    // ripgrep's listing is shared by concurrent calls and remembered while the tree is unchanged (glob-cache.ts);
-    // only isolated calls share it, so a filter-only call never answers from a run made another way.
-    const captured = await globListingCache.listing(
-      canonical.root,
-      normalized.pattern,
-      { signal: options.signal, timeoutMs, calledAt },
-      (signal, budgetMs) => captureListing(stage, canonical.root, budgetMs, signal, options.isolation),
-    );
-    for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
-    run = captured.outcome;
-  } else {
-    run = await runPipeline([stage], {
-      cwd: canonical.root,
-      placement: toolPlacement(canonical.root, options.isolation),
-      timeoutMs,
-      signal: options.signal,
-      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-      onStdout: (chunk) => listing.push(chunk),
-    });
-  }
+  const run = await runListing(stage, listing, { engine, root: canonical.root, pattern: normalized.pattern, timeoutMs, calledAt }, options);
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`glob could not start ${engine}: ${outcome.spawnError}`);
 
   // A cancelled call answers at once; what was not matched yet does not matter then.
   const matchedInTime = run.aborted || (await listing.finish(deadline));
   if (!matchedInTime) run.timedOut = true;
+  return globAnswer(run, listing, args.pattern, timeoutMs, options.resourceLimits);
+}
+
+/** Runs the listing program, its output going to `listing`; ripgrep's listing may come from the shared cache. */
+async function runListing(
+  stage: Stage,
+  listing: Listing,
+  call: { engine: 'rg' | 'grep'; root: string; pattern: string; timeoutMs: number; calledAt: number },
+  options: SandboxOptions,
+): Promise<PipelineOutcome> {
+  const { root, timeoutMs } = call;
+  if (call.engine === 'rg' && !options.resourceLimits && (options.isolation ?? 'namespace') === 'namespace') {
+    // ripgrep's listing is shared by concurrent calls and remembered while the tree is unchanged (glob-cache.ts);
+    // only isolated calls share it, so a filter-only call never answers from a run made another way.
+    const captured = await globListingCache.listing(
+      root,
+      call.pattern,
+      { signal: options.signal, timeoutMs, calledAt: call.calledAt },
+      (signal, budgetMs) => captureListing(stage, root, budgetMs, signal, options.isolation),
+    );
+    for (const chunk of captured.chunks) if (listing.push(chunk) === 'enough') break;
+    return captured.outcome;
+  }
+  return runPipeline([stage], {
+    cwd: root,
+    placement: toolPlacement(root, options.isolation),
+    timeoutMs,
+    signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    onStdout: (chunk) => listing.push(chunk),
+  });
+}
+
+/** The matching files, cut to the output limit, or why the listing stopped or failed. */
+function globAnswer(
+  run: PipelineOutcome,
+  listing: Listing,
+  pattern: string,
+  timeoutMs: number,
+  resourceLimits: SandboxOptions['resourceLimits'],
+): ToolResult {
+  const limits = SANDBOX_LIMITS;
+  const outcome = run.stages[0]!;
   const overran = listing instanceof FilteredListing && listing.overran;
   const { head: files, total: count, capped: listCapped } = listing.result();
   const body = files.join('\n');
@@ -263,14 +280,14 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
   });
   if (run.aborted) return errorResult('glob was cancelled', fitted.output);
   if (run.timedOut && run.waitedForSlots) return errorResult(`glob ${slotWaitTimeout(timeoutMs)}`);
-  if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitted.output);
+  if (outcome.limitExceeded) return errorResult(`glob: ${describeLimit(outcome.limitExceeded, resourceLimits)}`, fitted.output);
   if (run.timedOut) {
     const listed = body ? 'the list above is partial' : 'no matching file had been listed by then';
     return errorResult(`glob timed out after ${seconds(timeoutMs)} and was stopped; ${listed}`, fitted.output);
   }
   if (overran) {
     return errorResult(
-      `glob: matching ${JSON.stringify(args.pattern)} fell too far behind the file listing, which was stopped; the list above is partial; use a simpler pattern`,
+      `glob: matching ${JSON.stringify(pattern)} fell too far behind the file listing, which was stopped; the list above is partial; use a simpler pattern`,
       fitted.output,
     );
   }
@@ -282,7 +299,7 @@ async function globUnsafe(root: string, args: GlobArgs, options: SandboxOptions)
     }
     return {
       status: 'ok',
-      output: `No files match ${JSON.stringify(args.pattern)} (patterns are relative to the repository root; a pattern without '/' matches at any depth).`,
+      output: `No files match ${JSON.stringify(pattern)} (patterns are relative to the repository root; a pattern without '/' matches at any depth).`,
     };
   }
   if (!fitted.cut && !listCapped && files.length === count) return { status: 'ok', output: fitted.output };

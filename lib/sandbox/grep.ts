@@ -8,8 +8,8 @@ import { LineSplitter } from './line-splitter';
 import { fitOutput, sanitizeText } from './output';
 import { asOperand, guardPath } from './paths';
 import { regexLimitProblem } from './regex-limits';
-import { describeLimit, runPipeline, toolPlacement, type Stage } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { describeLimit, runPipeline, toolPlacement, type PipelineOutcome, type Stage } from './subprocess';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 interface Match {
   path: string;
@@ -120,11 +120,7 @@ function buildStage(engine: 'rg' | 'grep', executable: string, pattern: string, 
  * named; GNU grep: -I). Never throws.
  */
 export async function grep(root: string, args: GrepArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await grepUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`grep failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('grep', () => grepUnsafe(root, args, options));
 }
 
 async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions): Promise<ToolResult> {
@@ -132,46 +128,125 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   const programs = engineExecutables(engine);
   if (!programs.ok) return errorResult(programs.message);
   const pattern = args.pattern;
-  if (typeof pattern !== 'string' || pattern.length === 0) return errorResult('grep: pattern must be a non-empty string');
-  if (pattern.includes('\0')) return errorResult('grep: pattern contains a NUL byte; refused');
-  if (/[\r\n]/.test(pattern)) return errorResult('grep: pattern must be a single line (no newline)');
-  const tooBig = regexLimitProblem(pattern, 'grep: the pattern');
-  if (tooBig) return errorResult(tooBig);
+  const refusal = patternRefusal(pattern);
+  if (refusal) return errorResult(refusal);
+  const scope = await searchScope(root, args);
+  if (!scope.ok) return scope.answer;
 
+  const filter = engine === 'grep' && scope.globs.length > 0 && scope.kind === 'directory' ? scope.globs : null;
+  const collector = new MatchCollector(engine, filter);
+  const timeoutMs = options.timeoutMs ?? SANDBOX_LIMITS.grepTimeoutMs;
+  const operand = scope.relative === '.' ? null : asOperand(scope.relative);
+  const run = await runPipeline([buildStage(engine, programs.search, pattern, operand, scope.globArg)], {
+    cwd: scope.root,
+    placement: toolPlacement(scope.root, options.isolation),
+    timeoutMs,
+    signal: options.signal,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    onStdout: (chunk) => collector.onStdout(chunk),
+  });
+  collector.end();
+  const outcome = run.stages[0]!;
+  if (outcome.spawnError) return errorResult(`grep could not start ${engine}: ${outcome.spawnError}`);
+  return grepAnswer(run, collector, { pattern, where: scope.where, timeoutMs, resourceLimits: options.resourceLimits });
+}
+
+/** Why the pattern is refused before anything runs, or null. */
+function patternRefusal(pattern: string): string | null {
+  if (typeof pattern !== 'string' || pattern.length === 0) return 'grep: pattern must be a non-empty string';
+  if (pattern.includes('\0')) return 'grep: pattern contains a NUL byte; refused';
+  if (/[\r\n]/.test(pattern)) return 'grep: pattern must be a single line (no newline)';
+  return regexLimitProblem(pattern, 'grep: the pattern');
+}
+
+type SearchScope =
+  | {
+      ok: true;
+      root: string;
+      relative: string;
+      kind: 'file' | 'directory';
+      /** The scope as the answers name it. */
+      where: string;
+      globs: CompiledGlob[];
+      /** The glob as the search program is given it (relative to the repository root). */
+      globArg: string | undefined;
+    }
+  | { ok: false; answer: ToolResult };
+
+/** Where to search: the guarded path and the glob; a binary file named as the path is answered at once. */
+async function searchScope(root: string, args: GrepArgs): Promise<SearchScope> {
   const scope = await guardPath(root, args.path ?? '.', { gitControlData: 'missing' });
-  if (!scope.ok) return errorResult(`grep: ${scope.message}`);
-  if (scope.kind === 'other') return errorResult(`grep: ${displayPath(scope.relative)} is not a regular file or directory`);
+  if (!scope.ok) return { ok: false, answer: errorResult(`grep: ${scope.message}`) };
+  if (scope.kind === 'other') {
+    return { ok: false, answer: errorResult(`grep: ${displayPath(scope.relative)} is not a regular file or directory`) };
+  }
   const where = describeScope(displayPath(scope.relative), args.glob);
   if (scope.kind === 'file') {
     const sniff = await sniffBinary(scope.absolute);
     if (sniff.binary) {
-      return { status: 'ok', output: `${displayPath(scope.relative)}: binary file (${sniff.reason}); not searched` };
+      return { ok: false, answer: { status: 'ok', output: `${displayPath(scope.relative)}: binary file (${sniff.reason}); not searched` } };
     }
   }
-  let globs: CompiledGlob[] = [];
-  let globArg: string | undefined;
-  if (args.glob !== undefined) {
-    const normalized = normalizeGlobPattern(args.glob, root, scope.root);
-    if (!normalized.ok) return errorResult(`grep: ${normalized.message}`);
-    globArg = normalized.pattern;
-    const compiled = compileGlob(globArg);
-    if (!compiled.ok) return errorResult(`grep: ${compiled.message}`);
-    globs = [compiled.glob];
+  const { root: canonical, relative, kind } = scope;
+  if (args.glob === undefined) return { ok: true, root: canonical, relative, kind, where, globs: [], globArg: undefined };
+  const normalized = normalizeGlobPattern(args.glob, root, canonical);
+  if (!normalized.ok) return { ok: false, answer: errorResult(`grep: ${normalized.message}`) };
+  const compiled = compileGlob(normalized.pattern);
+  if (!compiled.ok) return { ok: false, answer: errorResult(`grep: ${compiled.message}`) };
+  return { ok: true, root: canonical, relative, kind, where, globs: [compiled.glob], globArg: normalized.pattern };
+}
+
+/**
+ * Reads the search's `path\0line:text` records as they stream in: keeps the matches (at most the count
+ * limit) and ripgrep's notes about binary files; past what it keeps, only counts lines, up to the count limit.
+ */
+class MatchCollector {
+  readonly matches: Match[] = [];
+  readonly binaryNotes: string[] = [];
+  /** More than grepCountLimit matches: the search was stopped. */
+  countCapped = false;
+  private counted = 0;
+  private lastPath = '';
+  private lastPathPasses = false;
+  private readonly splitter: LineSplitter;
+
+  constructor(
+    private readonly engine: 'rg' | 'grep',
+    /** The globs GNU grep's matches are filtered by here (its --include cannot say all they say); null: none. */
+    private readonly globFilter: CompiledGlob[] | null,
+  ) {
+    const limits = SANDBOX_LIMITS;
+    this.splitter = new LineSplitter(limits.maxPathChars + limits.maxMatchLineChars * 4 + 32, (record, fullBytes) =>
+      this.onRecord(record, fullBytes),
+    );
   }
 
-  const limits = SANDBOX_LIMITS;
-  const matches: Match[] = [];
-  const binaryNotes: string[] = [];
-  let countCapped = false;
-  const filterByGlob = engine === 'grep' && globs.length > 0 && scope.kind === 'directory';
-  let lastPath = '';
-  let lastPathPasses = false;
-  const splitter = new LineSplitter(limits.maxPathChars + limits.maxMatchLineChars * 4 + 32, (record, fullBytes) => {
+  /** Every match seen: those kept and those only counted. */
+  get total(): number {
+    // countRest counts '\n'-terminated lines; ripgrep ends every line it prints with one.
+    return this.matches.length + this.counted;
+  }
+
+  onStdout(chunk: Buffer): 'more' | 'enough' {
+    if (this.countCapped) return 'enough';
+    if (!this.splitter.done) {
+      if (this.splitter.push(chunk) === 'more' || this.countCapped) return this.countCapped ? 'enough' : 'more';
+      return this.countRest(chunk, this.splitter.stoppedAt);
+    }
+    return this.countRest(chunk, 0);
+  }
+
+  end(): void {
+    if (!this.splitter.done) this.splitter.end();
+  }
+
+  private onRecord(record: Buffer, fullBytes: number): 'more' | 'enough' {
+    const limits = SANDBOX_LIMITS;
     const nul = record.indexOf(0);
     if (nul === -1) {
       const notePath = binaryNotePath(record.toString('utf8'));
-      if (notePath !== null && binaryNotes.length < 5)
-        binaryNotes.push(`${displayPath(notePath)}: binary data found; rest of file skipped`);
+      if (notePath !== null && this.binaryNotes.length < 5)
+        this.binaryNotes.push(`${displayPath(notePath)}: binary data found; rest of file skipped`);
       return 'more';
     }
     const path = displayPath(record.subarray(0, nul).toString('utf8'));
@@ -179,60 +254,50 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
     const colon = rest.indexOf(':');
     const line = Number(rest.slice(0, colon));
     if (colon <= 0 || !Number.isInteger(line)) return 'more';
-    if (filterByGlob) {
-      // grep prints a file's matches together: each file is matched against the glob once, not per line.
-      if (path !== lastPath) {
-        lastPath = path;
-        lastPathPasses = passesGlobs(globs, path);
-      }
-      if (!lastPathPasses) return 'more';
-    }
+    if (!this.passesFilter(path)) return 'more';
     let text = sanitizeText(rest.slice(colon + 1)).text;
     const omitted = fullBytes - record.length;
     if (text.length > limits.maxMatchLineChars || omitted > 0) {
       text = `${text.slice(0, limits.maxMatchLineChars)} …[line cut]`;
     }
-    if (matches.length === limits.grepCountLimit) {
+    if (this.matches.length === limits.grepCountLimit) {
       // A match past the count limit: enough to say "more than", no need to read on.
-      countCapped = true;
+      this.countCapped = true;
       return 'enough';
     }
-    matches.push({ path, key: pathSortKey(path), line, text });
+    this.matches.push({ path, key: pathSortKey(path), line, text });
     // ripgrep's output is already in display order: past the matches shown, only count the rest.
-    return engine === 'rg' && matches.length === limits.maxGrepMatches ? 'enough' : 'more';
-  });
-  let counted = 0;
-  const countRest = (chunk: Buffer, from: number): 'more' | 'enough' => {
-    for (let at = chunk.indexOf(0x0a, from); at !== -1; at = chunk.indexOf(0x0a, at + 1)) counted += 1;
-    if (matches.length + counted <= limits.grepCountLimit) return 'more';
-    countCapped = true;
-    return 'enough';
-  };
-  const onStdout = (chunk: Buffer): 'more' | 'enough' => {
-    if (countCapped) return 'enough';
-    if (!splitter.done) {
-      if (splitter.push(chunk) === 'more' || countCapped) return countCapped ? 'enough' : 'more';
-      return countRest(chunk, splitter.stoppedAt);
+    return this.engine === 'rg' && this.matches.length === limits.maxGrepMatches ? 'enough' : 'more';
+  }
+
+  private passesFilter(path: string): boolean {
+    if (!this.globFilter) return true;
+    // grep prints a file's matches together: each file is matched against the glob once, not per line.
+    if (path !== this.lastPath) {
+      this.lastPath = path;
+      this.lastPathPasses = passesGlobs(this.globFilter, path);
     }
-    return countRest(chunk, 0);
-  };
+    return this.lastPathPasses;
+  }
 
-  const timeoutMs = options.timeoutMs ?? limits.grepTimeoutMs;
-  const operand = scope.relative === '.' ? null : asOperand(scope.relative);
-  const run = await runPipeline([buildStage(engine, programs.search, pattern, operand, globArg)], {
-    cwd: scope.root,
-    placement: toolPlacement(scope.root, options.isolation),
-    timeoutMs,
-    signal: options.signal,
-    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-    onStdout,
-  });
-  if (!splitter.done) splitter.end();
-  // countRest counts '\n'-terminated lines; ripgrep ends every line it prints with one.
-  const total = matches.length + counted;
+  private countRest(chunk: Buffer, from: number): 'more' | 'enough' {
+    for (let at = chunk.indexOf(0x0a, from); at !== -1; at = chunk.indexOf(0x0a, at + 1)) this.counted += 1;
+    if (this.matches.length + this.counted <= SANDBOX_LIMITS.grepCountLimit) return 'more';
+    this.countCapped = true;
+    return 'enough';
+  }
+}
+
+/** What the search found, sorted and cut to the limits, or why it stopped or failed. */
+function grepAnswer(
+  run: PipelineOutcome,
+  collector: MatchCollector,
+  call: { pattern: string; where: string; timeoutMs: number; resourceLimits: SandboxOptions['resourceLimits'] },
+): ToolResult {
+  const limits = SANDBOX_LIMITS;
+  const { matches, binaryNotes, countCapped } = collector;
+  const total = collector.total;
   const outcome = run.stages[0]!;
-  if (outcome.spawnError) return errorResult(`grep could not start ${engine}: ${outcome.spawnError}`);
-
   matches.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.line - b.line));
   const shown = matches.slice(0, limits.maxGrepMatches);
   const body = shown.map((m) => `${m.path}:${m.line}:${m.text}`).join('\n');
@@ -244,31 +309,35 @@ async function grepUnsafe(root: string, args: GrepArgs, options: SandboxOptions)
   }
 
   if (run.aborted) return errorResult('grep was cancelled', fitOutput(body, notes).output);
-  if (run.timedOut && run.waitedForSlots) return errorResult(`grep ${slotWaitTimeout(timeoutMs)}`);
+  if (run.timedOut && run.waitedForSlots) return errorResult(`grep ${slotWaitTimeout(call.timeoutMs)}`);
   if (outcome.limitExceeded)
-    return errorResult(`grep: ${describeLimit(outcome.limitExceeded, options.resourceLimits)}`, fitOutput(body, notes).output);
+    return errorResult(`grep: ${describeLimit(outcome.limitExceeded, call.resourceLimits)}`, fitOutput(body, notes).output);
   if (run.timedOut) {
     // Only matches that exist are called partial.
     const found = body ? 'the matches above are partial' : 'no match had been found by then';
-    const message = `grep timed out after ${seconds(timeoutMs)} and was stopped; ${found}. Use a simpler pattern or a narrower path or glob.`;
+    const message = `grep timed out after ${seconds(call.timeoutMs)} and was stopped; ${found}. Use a simpler pattern or a narrower path or glob.`;
     return errorResult(message, fitOutput(body, notes).output);
   }
-  const exitCode = outcome.exitCode;
-  if (matches.length === 0) {
-    if (outcome.stderr.includes('No files were searched')) {
-      return { status: 'ok', output: `No matches for ${JSON.stringify(pattern)} in ${where}: no file there matches the glob.` };
-    }
-    if (exitCode === 2 || (exitCode !== 0 && exitCode !== 1 && !run.stoppedEarly)) {
-      const detail = sanitizeText(outcome.stderr).text.trim().split('\n').slice(0, 6).join('\n');
-      return errorResult(`grep failed: ${detail || `exit code ${exitCode}`}`);
-    }
-    const none = `No matches for ${JSON.stringify(pattern)} in ${where}.`;
-    return { status: 'ok', output: binaryNotes.length ? `${none}\n${binaryNotes.join('\n')}` : none };
-  }
+  if (matches.length === 0) return noMatchAnswer(run, binaryNotes, call);
   const fitted = fitOutput(body, notes, (shownBody) => {
     const lines = shownBody ? shownBody.split('\n').length : 0;
     return `[output cut to ${limits.maxOutputChars} characters: ${lines} of ${shown.length} matches shown]`;
   });
   if (!more && !fitted.cut) return { status: 'ok', output: fitted.output };
   return { status: 'truncated', output: fitted.output, message: [fitted.cutNote, ...notes].filter(Boolean).join(' ') };
+}
+
+/** A search that ran to its end without a match: none, no file to search, or the program failed. */
+function noMatchAnswer(run: PipelineOutcome, binaryNotes: string[], call: { pattern: string; where: string }): ToolResult {
+  const outcome = run.stages[0]!;
+  const exitCode = outcome.exitCode;
+  if (outcome.stderr.includes('No files were searched')) {
+    return { status: 'ok', output: `No matches for ${JSON.stringify(call.pattern)} in ${call.where}: no file there matches the glob.` };
+  }
+  if (exitCode === 2 || (exitCode !== 0 && exitCode !== 1 && !run.stoppedEarly)) {
+    const detail = sanitizeText(outcome.stderr).text.trim().split('\n').slice(0, 6).join('\n');
+    return errorResult(`grep failed: ${detail || `exit code ${exitCode}`}`);
+  }
+  const none = `No matches for ${JSON.stringify(call.pattern)} in ${call.where}.`;
+  return { status: 'ok', output: binaryNotes.length ? `${none}\n${binaryNotes.join('\n')}` : none };
 }

@@ -129,6 +129,33 @@ export interface GuardOptions {
   gitControlData?: 'refuse' | 'missing';
 }
 
+/**
+ * The requested path as an absolute path under the canonical root, before the filesystem is touched:
+ * an absolute path must name something inside the root, given as its realpath or as the path the caller
+ * passed (`rootPath`); a relative one must not climb above the root. `userPath` is the path as written,
+ * for the message.
+ */
+function lexicalPath(
+  rootPath: string,
+  root: string,
+  requested: string,
+  userPath: string,
+): { ok: true; lexical: string } | { ok: false; message: string } {
+  if (path.isAbsolute(requested)) {
+    const normalized = path.normalize(requested);
+    const givenRoot = path.resolve(rootPath);
+    if (isInside(root, normalized)) return { ok: true, lexical: normalized };
+    if (isInside(givenRoot, normalized)) return { ok: true, lexical: path.join(root, path.relative(givenRoot, normalized)) };
+    return {
+      ok: false,
+      message: `path ${show(userPath)} is outside the repository root; refused (use a path relative to the repository root)`,
+    };
+  }
+  const lexical = path.resolve(root, requested);
+  if (!isInside(root, lexical)) return { ok: false, message: `path ${show(userPath)} leaves the repository root; refused` };
+  return { ok: true, lexical };
+}
+
 function missing(userPath: string): { ok: false; message: string } {
   return { ok: false, message: `no such file or directory: ${show(userPath)}` };
 }
@@ -158,24 +185,9 @@ export async function guardPath(rootPath: string, userPath: string, options: Gua
   if (!root.ok) return root;
 
   const requested = userPath.trim() === '' ? '.' : userPath;
-  let lexical: string;
-  if (path.isAbsolute(requested)) {
-    const normalized = path.normalize(requested);
-    const givenRoot = path.resolve(rootPath);
-    if (isInside(root.root, normalized)) lexical = normalized;
-    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
-    else {
-      return {
-        ok: false,
-        message: `path ${show(userPath)} is outside the repository root; refused (use a path relative to the repository root)`,
-      };
-    }
-  } else {
-    lexical = path.resolve(root.root, requested);
-    if (!isInside(root.root, lexical)) {
-      return { ok: false, message: `path ${show(userPath)} leaves the repository root; refused` };
-    }
-  }
+  const joined = lexicalPath(rootPath, root.root, requested, userPath);
+  if (!joined.ok) return joined;
+  const lexical = joined.lexical;
 
   // A worktree's `.git` file names the bare clone's directory (outside the root); a `.git` directory holds
   // config and hooks. Neither is repository content: no tool shows them.
@@ -299,17 +311,9 @@ export async function guardWritePath(rootPath: string, userPath: string, expect:
     return refuse(`path is longer than ${SANDBOX_LIMITS.maxPathChars} characters; refused`);
   const root = await canonicalRoot(rootPath);
   if (!root.ok) return refuse(root.message);
-  let lexical: string;
-  if (path.isAbsolute(userPath)) {
-    const normalized = path.normalize(userPath);
-    const givenRoot = path.resolve(rootPath);
-    if (isInside(root.root, normalized)) lexical = normalized;
-    else if (isInside(givenRoot, normalized)) lexical = path.join(root.root, path.relative(givenRoot, normalized));
-    else return refuse(`path ${show(userPath)} is outside the repository root; refused (use a path relative to the repository root)`);
-  } else {
-    lexical = path.resolve(root.root, userPath);
-    if (!isInside(root.root, lexical)) return refuse(`path ${show(userPath)} leaves the repository root; refused`);
-  }
+  const joined = lexicalPath(rootPath, root.root, userPath, userPath);
+  if (!joined.ok) return refuse(joined.message);
+  const lexical = joined.lexical;
   if (lexical === root.root) return refuse('the path must name a file, not the repository root');
   const relative = path.relative(root.root, lexical);
   const components = relative.split(path.sep);

@@ -6,8 +6,8 @@ import { SANDBOX_LIMITS } from './limits';
 import { fitOutput, sanitizeText } from './output';
 import { guardPath } from './paths';
 import { findExecutable } from './executables';
-import { describeLimit, runPipeline, toolPlacement } from './subprocess';
-import { displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { describeLimit, runPipeline, toolPlacement, type PipelineOutcome } from './subprocess';
+import { answerWithoutThrowing, displayPath, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 /** Characters of file text per read: the 4096-character output limit less room for the marker line. */
 const BODY_BUDGET = SANDBOX_LIMITS.maxOutputChars - 160;
@@ -140,54 +140,22 @@ class LineCollector {
  * files are read. Bounded by the 5 s read timeout. Never throws.
  */
 export async function read(root: string, args: ReadArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await readUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`read failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('read', () => readUnsafe(root, args, options));
 }
 
 async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions): Promise<ToolResult> {
-  const limits = SANDBOX_LIMITS;
   // The deadline is the call's: the wait for a permit is part of the 5 s, and so is a cancellation.
-  const timeoutMs = options.timeoutMs ?? limits.readTimeoutMs;
+  const timeoutMs = options.timeoutMs ?? SANDBOX_LIMITS.readTimeoutMs;
   const deadline = Date.now() + timeoutMs;
-  const start = args.start_line ?? 1;
-  if (!Number.isInteger(start) || start < 1) return errorResult('read: start_line must be an integer ≥ 1');
-  if (args.end_line !== undefined && (!Number.isInteger(args.end_line) || args.end_line < start)) {
-    return errorResult('read: end_line must be an integer ≥ start_line');
-  }
-  const requestedEnd = args.end_line ?? Number.MAX_SAFE_INTEGER;
-  const end = Math.min(requestedEnd, start + limits.maxReadLines - 1);
-
-  const target = await guardPath(root, args.path, { gitControlData: 'missing' });
-  if (!target.ok) return errorResult(`read: ${target.message}`);
-  const shownPath = displayPath(target.relative);
-  if (target.kind === 'directory') {
-    return errorResult(`read: ${shownPath} is a directory; use glob (e.g. "${shownPath === '.' ? '' : `${shownPath}/`}*") to list it`);
-  }
-  if (target.kind !== 'file') return errorResult(`read: ${shownPath} is not a regular file`);
-  const stat = await fs.stat(target.absolute);
-  if (stat.size >= 1024 * 1024 && stat.blocks * 512 < stat.size / 2) {
-    return errorResult(`read: ${shownPath} is a sparse file (${stat.size} bytes, mostly holes); not shown`);
-  }
+  const range = lineRange(args);
+  if (typeof range === 'string') return errorResult(range);
+  const target = await readTarget(root, args.path);
+  if (!target.ok) return target.refused;
 
   const cat = findExecutable('cat');
   if (!cat) return errorResult('read: cat is not installed on this machine');
-  const collector = new LineCollector(stat.size, start, end, BODY_BUDGET);
-  // The guard's canonical relative path: no symlink left in it, and never read as a flag.
-  const run = await runPipeline([{ executable: cat, args: ['--', target.relative] }], {
-    cwd: target.root,
-    timeoutMs: Math.max(1, deadline - Date.now()),
-    // Once `cat` is started it gets the whole read timeout again, whatever the wait for its permit left: on a
-    // saturated machine (64 searches queued) the permit can come just before the deadline, and a small file
-    // must still be read then (the promise the in-process read kept by always reading its first chunk).
-    minRunMs: timeoutMs,
-    signal: options.signal,
-    placement: toolPlacement(target.root, options.isolation),
-    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-    onStdout: (chunk) => collector.push(chunk),
-  });
+  const collector = new LineCollector(target.size, range.start, range.end, BODY_BUDGET);
+  const run = await runCat(cat, target, collector, { timeoutMs, deadline }, options);
   const outcome = run.stages[0]!;
   if (outcome.spawnError) return errorResult(`read could not start cat: ${outcome.spawnError}`);
   if (run.waitedForSlots) {
@@ -202,7 +170,73 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions)
     if (outcome.exitCode !== 0) return errorResult(`read: no such file or directory: ${JSON.stringify(args.path)}`);
     collector.finish();
   }
+  return readAnswer(collected, range, target.shownPath, args.end_line, timeoutMs);
+}
 
+interface LineRange {
+  start: number;
+  /** The last line this read shows: the one asked for, or fewer (at most maxReadLines per read). */
+  end: number;
+  /** The last line asked for (MAX_SAFE_INTEGER: to the end of the file). */
+  requestedEnd: number;
+}
+
+/** The lines to show; a string: why start_line or end_line is refused. */
+function lineRange(args: ReadArgs): LineRange | string {
+  const start = args.start_line ?? 1;
+  if (!Number.isInteger(start) || start < 1) return 'read: start_line must be an integer ≥ 1';
+  if (args.end_line !== undefined && (!Number.isInteger(args.end_line) || args.end_line < start)) {
+    return 'read: end_line must be an integer ≥ start_line';
+  }
+  const requestedEnd = args.end_line ?? Number.MAX_SAFE_INTEGER;
+  return { start, end: Math.min(requestedEnd, start + SANDBOX_LIMITS.maxReadLines - 1), requestedEnd };
+}
+
+type ReadTarget = { ok: true; root: string; relative: string; shownPath: string; size: number } | { ok: false; refused: ToolResult };
+
+/** The file the guard let through, if it is a regular file worth reading (a huge sparse file is not). */
+async function readTarget(root: string, userPath: string): Promise<ReadTarget> {
+  const refused = (message: string): ReadTarget => ({ ok: false, refused: errorResult(message) });
+  const target = await guardPath(root, userPath, { gitControlData: 'missing' });
+  if (!target.ok) return refused(`read: ${target.message}`);
+  const shownPath = displayPath(target.relative);
+  if (target.kind === 'directory') {
+    return refused(`read: ${shownPath} is a directory; use glob (e.g. "${shownPath === '.' ? '' : `${shownPath}/`}*") to list it`);
+  }
+  if (target.kind !== 'file') return refused(`read: ${shownPath} is not a regular file`);
+  const stat = await fs.stat(target.absolute);
+  if (stat.size >= 1024 * 1024 && stat.blocks * 512 < stat.size / 2) {
+    return refused(`read: ${shownPath} is a sparse file (${stat.size} bytes, mostly holes); not shown`);
+  }
+  return { ok: true, root: target.root, relative: target.relative, shownPath, size: stat.size };
+}
+
+/** Runs `cat` on the file in the tool sandbox, its output going to the collector, which stops it when it has the lines. */
+function runCat(
+  cat: string,
+  target: { root: string; relative: string },
+  collector: LineCollector,
+  timing: { timeoutMs: number; deadline: number },
+  options: SandboxOptions,
+): Promise<PipelineOutcome> {
+  // The guard's canonical relative path: no symlink left in it, and never read as a flag.
+  return runPipeline([{ executable: cat, args: ['--', target.relative] }], {
+    cwd: target.root,
+    timeoutMs: Math.max(1, timing.deadline - Date.now()),
+    // Once `cat` is started it gets the whole read timeout again, whatever the wait for its permit left: on a
+    // saturated machine (64 searches queued) the permit can come just before the deadline, and a small file
+    // must still be read then (the promise the in-process read kept by always reading its first chunk).
+    minRunMs: timing.timeoutMs,
+    signal: options.signal,
+    placement: toolPlacement(target.root, options.isolation),
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    onStdout: (chunk) => collector.push(chunk),
+  });
+}
+
+/** The numbered lines collected, or why there are none, with a note saying how to go on when they stop short. */
+function readAnswer(collected: Collected, range: LineRange, shownPath: string, endLine: number | undefined, timeoutMs: number): ToolResult {
+  const start = range.start;
   if (collected.binaryAtLine !== undefined && collected.lines.length === 0) {
     return errorResult(
       collected.binaryAtLine <= 1 && start <= 1
@@ -212,8 +246,6 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions)
   }
   const width = String(collected.lines.at(-1)?.number ?? start).length;
   const body = collected.lines.map((l) => `${String(l.number).padStart(width)}\t${l.text}`).join('\n');
-  const first = collected.lines[0]?.number;
-  const last = collected.lines.at(-1)?.number;
 
   if (collected.aborted) return errorResult('read was cancelled', fitOutput(body).output);
   if (collected.timedOut) {
@@ -227,18 +259,28 @@ async function readUnsafe(root: string, args: ReadArgs, options: SandboxOptions)
   }
 
   const notes: string[] = [];
-  let truncatedNote: string | undefined;
-  if (collected.binaryAtLine !== undefined) {
-    truncatedNote = `[binary data (a NUL byte) at line ${collected.binaryAtLine}; the rest of the file is not shown]`;
-  } else if (collected.budgetHit) {
-    truncatedNote = `[showing lines ${first}-${last}: the ${limits.maxOutputChars}-character limit; continue with start_line=${last! + 1}]`;
-  } else if (collected.moreAfter && end < requestedEnd) {
-    truncatedNote = `[showing lines ${first}-${last}: at most ${limits.maxReadLines} lines per read; continue with start_line=${last! + 1}]`;
-  } else if (collected.eof && args.end_line !== undefined && args.end_line > collected.lastLine) {
+  const truncatedNote = stoppedShortNote(collected, range);
+  if (!truncatedNote && collected.eof && endLine !== undefined && endLine > collected.lastLine) {
     notes.push(`[end of file: ${shownPath} has ${collected.lastLine} lines]`);
   }
   if (truncatedNote) notes.push(truncatedNote);
   const fitted = fitOutput(body, notes);
   if (!truncatedNote && !fitted.cut) return { status: 'ok', output: fitted.output };
   return { status: 'truncated', output: fitted.output, message: [fitted.cutNote, truncatedNote].filter(Boolean).join(' ') };
+}
+
+/** Why the lines shown stop before those asked for (binary data, the character budget, the line limit), or undefined. */
+function stoppedShortNote(collected: Collected, range: LineRange): string | undefined {
+  const first = collected.lines[0]?.number;
+  const last = collected.lines.at(-1)?.number;
+  if (collected.binaryAtLine !== undefined) {
+    return `[binary data (a NUL byte) at line ${collected.binaryAtLine}; the rest of the file is not shown]`;
+  }
+  if (collected.budgetHit) {
+    return `[showing lines ${first}-${last}: the ${SANDBOX_LIMITS.maxOutputChars}-character limit; continue with start_line=${last! + 1}]`;
+  }
+  if (collected.moreAfter && range.end < range.requestedEnd) {
+    return `[showing lines ${first}-${last}: at most ${SANDBOX_LIMITS.maxReadLines} lines per read; continue with start_line=${last! + 1}]`;
+  }
+  return undefined;
 }

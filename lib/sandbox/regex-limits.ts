@@ -17,6 +17,72 @@ interface Frame {
   last: number;
 }
 
+/** The size estimate being built: one frame per open group, the whole pattern's first. */
+class SizeEstimator {
+  private readonly stack: Frame[] = [{ alternatives: 0, branch: 0, last: 0 }];
+
+  private top(): Frame {
+    return this.stack[this.stack.length - 1]!;
+  }
+
+  /** Whether a group is open: a ')' with none open is a literal. */
+  get inGroup(): boolean {
+    return this.stack.length > 1;
+  }
+
+  atom(size: number): void {
+    const frame = this.top();
+    frame.branch += size;
+    frame.last = size;
+  }
+
+  openGroup(): void {
+    this.stack.push({ alternatives: 0, branch: 0, last: 0 });
+  }
+
+  closeGroup(): void {
+    const frame = this.stack.pop()!;
+    this.atom(frame.alternatives + frame.branch);
+  }
+
+  /** A '|': the branch read so far is finished, the next starts empty. */
+  alternative(): void {
+    const frame = this.top();
+    frame.alternatives += frame.branch;
+    frame.branch = 0;
+    frame.last = 0;
+  }
+
+  /** A counted repetition: the last item is there `count` times. */
+  repeat(count: number): void {
+    const frame = this.top();
+    frame.branch += frame.last * (Math.max(1, count) - 1);
+    frame.last *= Math.max(1, count);
+  }
+
+  /** The whole pattern's size, groups left open closed at its end. */
+  finish(): number {
+    while (this.stack.length > 1) this.closeGroup();
+    const root = this.top();
+    return root.alternatives + root.branch;
+  }
+}
+
+/** Where the bracket class opened at `open` ends: ']' right after '[' or '[^' is literal, '[:name:]' is one token inside. */
+function bracketClassEnd(pattern: string, open: number): number {
+  let j = open + 1;
+  if (pattern[j] === '^') j += 1;
+  if (pattern[j] === ']') j += 1;
+  while (j < pattern.length && pattern[j] !== ']') {
+    if (pattern[j] === '[' && pattern[j + 1] === ':') {
+      const close = pattern.indexOf(':]', j + 2);
+      j = close === -1 ? j + 1 : close + 2;
+    } else if (pattern[j] === '\\') j += 2;
+    else j += 1;
+  }
+  return j;
+}
+
 /**
  * Estimates the size of the automaton a regex compiles to, in one left-to-right scan (no RegExp): a
  * sequence adds its items, an alternation adds its branches, a counted repetition multiplies the item
@@ -25,17 +91,7 @@ interface Frame {
  * estimate and the largest single bound seen.
  */
 function estimateSize(pattern: string): { size: number; largestBound: number; largestBoundText: string } {
-  const stack: Frame[] = [{ alternatives: 0, branch: 0, last: 0 }];
-  const top = () => stack[stack.length - 1]!;
-  const atom = (size: number) => {
-    const frame = top();
-    frame.branch += size;
-    frame.last = size;
-  };
-  const closeGroup = () => {
-    const frame = stack.pop()!;
-    atom(frame.alternatives + frame.branch);
-  };
+  const estimate = new SizeEstimator();
   let largestBound = 0;
   let largestBoundText = '';
   let i = 0;
@@ -43,46 +99,30 @@ function estimateSize(pattern: string): { size: number; largestBound: number; la
     const c = pattern[i]!;
     const next = pattern[i + 1];
     if (c === '\\' && next === '(') {
-      stack.push({ alternatives: 0, branch: 0, last: 0 });
+      estimate.openGroup();
       i += 2;
-    } else if (c === '\\' && next === ')' && stack.length > 1) {
-      closeGroup();
+    } else if (c === '\\' && next === ')' && estimate.inGroup) {
+      estimate.closeGroup();
       i += 2;
     } else if (c === '\\' && next === '|') {
-      top().alternatives += top().branch;
-      top().branch = 0;
-      top().last = 0;
+      estimate.alternative();
       i += 2;
     } else if (c === '(') {
-      stack.push({ alternatives: 0, branch: 0, last: 0 });
+      estimate.openGroup();
       i += 1;
-    } else if (c === ')' && stack.length > 1) {
-      closeGroup();
+    } else if (c === ')' && estimate.inGroup) {
+      estimate.closeGroup();
       i += 1;
     } else if (c === '|') {
-      top().alternatives += top().branch;
-      top().branch = 0;
-      top().last = 0;
+      estimate.alternative();
       i += 1;
     } else if (c === '[') {
-      // A bracket class: ']' right after '[' or '[^' is literal, '[:name:]' is one token inside.
-      let j = i + 1;
-      if (pattern[j] === '^') j += 1;
-      if (pattern[j] === ']') j += 1;
-      while (j < pattern.length && pattern[j] !== ']') {
-        if (pattern[j] === '[' && pattern[j + 1] === ':') {
-          const close = pattern.indexOf(':]', j + 2);
-          j = close === -1 ? j + 1 : close + 2;
-        } else if (pattern[j] === '\\') j += 2;
-        else j += 1;
-      }
-      atom(1);
-      i = j + 1;
+      estimate.atom(1);
+      i = bracketClassEnd(pattern, i) + 1;
     } else if (c === '{' || (c === '\\' && next === '{')) {
-      const start = c === '{' ? i + 1 : i + 2;
-      const bound = readBound(pattern, start);
+      const bound = readBound(pattern, c === '{' ? i + 1 : i + 2);
       if (bound === null) {
-        atom(1); // not a repetition: a literal '{'
+        estimate.atom(1); // not a repetition: a literal '{'
         i += c === '{' ? 1 : 2;
         continue;
       }
@@ -90,23 +130,19 @@ function estimateSize(pattern: string): { size: number; largestBound: number; la
         largestBound = bound.largest;
         largestBoundText = pattern.slice(i, bound.end);
       }
-      const frame = top();
-      frame.branch += frame.last * (Math.max(1, bound.largest) - 1);
-      frame.last *= Math.max(1, bound.largest);
+      estimate.repeat(bound.largest);
       i = bound.end;
     } else if (c === '\\') {
-      atom(next !== undefined && UNICODE_CLASS_ESCAPES.includes(next) ? UNICODE_CLASS_WEIGHT : 1);
+      estimate.atom(next !== undefined && UNICODE_CLASS_ESCAPES.includes(next) ? UNICODE_CLASS_WEIGHT : 1);
       i += 2;
     } else if (c === '*' || c === '+' || c === '?') {
       i += 1; // unbounded or optional repetition: no copies
     } else {
-      atom(1);
+      estimate.atom(1);
       i += 1;
     }
   }
-  while (stack.length > 1) closeGroup();
-  const root = top();
-  return { size: root.alternatives + root.branch, largestBound, largestBoundText };
+  return { size: estimate.finish(), largestBound, largestBoundText };
 }
 
 /** `m}`, `m,}`, `,n}`, `m,n}` (or `...\}`) from `start`; null when the text there is not a bound. */

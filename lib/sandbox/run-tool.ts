@@ -6,7 +6,7 @@ import { probeNamespace, sandboxUnavailableMessage } from './namespace';
 import { grep } from './grep';
 import { read } from './read';
 import { terminal } from './terminal';
-import { errorResult } from './tool-result';
+import { errorResult, failureResult } from './tool-result';
 
 function describeIssues(name: ToolName, error: z.ZodError): string {
   const issues = error.issues.slice(0, 5).map((issue) => {
@@ -75,31 +75,32 @@ function answerAbortPromptly(name: ToolName, signal: AbortSignal | undefined, ca
       },
       (error: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        resolve(errorResult(`${name} failed: ${error instanceof Error ? error.message : String(error)}`));
+        resolve(failureResult(name, error));
       },
     );
   });
 }
 
-async function dispatch(name: ToolName, root: string, withoutNulls: Record<string, unknown>, options: SandboxOptions): Promise<ToolResult> {
-  switch (name) {
-    case 'grep': {
-      const parsed = TOOL_ARGS_SCHEMAS.grep.safeParse(withoutNulls);
-      return parsed.success ? grep(root, parsed.data, options) : errorResult(describeIssues('grep', parsed.error));
-    }
-    case 'glob': {
-      const parsed = TOOL_ARGS_SCHEMAS.glob.safeParse(withoutNulls);
-      return parsed.success ? glob(root, parsed.data, options) : errorResult(describeIssues('glob', parsed.error));
-    }
-    case 'read': {
-      const parsed = TOOL_ARGS_SCHEMAS.read.safeParse(withoutNulls);
-      return parsed.success ? read(root, parsed.data, options) : errorResult(describeIssues('read', parsed.error));
-    }
-    case 'terminal': {
-      const parsed = TOOL_ARGS_SCHEMAS.terminal.safeParse(withoutNulls);
-      return parsed.success ? terminal(root, parsed.data, options) : errorResult(describeIssues('terminal', parsed.error));
-    }
-  }
+type ToolArgs<N extends ToolName> = z.infer<(typeof TOOL_ARGS_SCHEMAS)[N]>;
+
+/** Each tool's argument schema and entry point, by name, typed so that a name's schema feeds its own tool. */
+const SCHEMAS: { [N in ToolName]: z.ZodType<ToolArgs<N>> } = TOOL_ARGS_SCHEMAS;
+const TOOLS: { [N in ToolName]: (root: string, args: ToolArgs<N>, options: SandboxOptions) => Promise<ToolResult> } = {
+  grep,
+  glob,
+  read,
+  terminal,
+};
+
+/** Runs the tool on its arguments once they pass its schema; arguments that fail it are an error result. */
+async function dispatch<N extends ToolName>(
+  name: N,
+  root: string,
+  withoutNulls: Record<string, unknown>,
+  options: SandboxOptions,
+): Promise<ToolResult> {
+  const parsed = SCHEMAS[name].safeParse(withoutNulls);
+  return parsed.success ? TOOLS[name](root, parsed.data, options) : errorResult(describeIssues(name, parsed.error));
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   type NamespaceView,
   type SandboxIsolation,
 } from './namespace';
-import { pipelineLauncher } from './spawner';
+import { pipelineLauncher, type LaunchedPipeline } from './spawner';
 
 export interface Stage {
   /** Absolute path of the program (see findExecutable). */
@@ -150,16 +150,15 @@ export function limitedStage(stage: Stage, limits: ResourceLimits = DEFAULT_RESO
   return { executable: sh, args: ['-c', script, stage.executable, ...stage.args] };
 }
 
+/** The namespace a pipeline's stages run in (bwrap, the view of the worktree, the working directory); null: on the host. */
+type Namespace = { bwrap: string; view: NamespaceView; cwd: string } | null;
+
 /**
  * The command line of one stage: the program under its limits (limitedStage), and, when isolated, that
  * inside the namespace: `bwrap <view> prlimit <limits> -- program args`. prlimit runs inside, so the limits
  * are the program's own; bwrap's own process is not limited (it only waits for the program).
  */
-export function stageCommand(
-  stage: Stage,
-  limits: ResourceLimits,
-  namespace: { bwrap: string; view: NamespaceView; cwd: string } | null,
-): Stage {
+export function stageCommand(stage: Stage, limits: ResourceLimits, namespace: Namespace): Stage {
   const limited = limitedStage(stage, limits);
   if (!namespace) return limited;
   const inside = namespaceArgs(namespace.view, namespace.cwd, [limited.executable, stage.executable]);
@@ -185,12 +184,21 @@ export function stageEnd(
 async function resolvePlacement(
   placement: StagePlacement | undefined,
   cwd: string,
-): Promise<{ ok: true; namespace: { bwrap: string; view: NamespaceView; cwd: string } | null } | { ok: false; reason: string }> {
+): Promise<{ ok: true; namespace: Namespace } | { ok: false; reason: string }> {
   const chosen = placement ?? { isolation: 'namespace', view: { root: cwd, writable: false } };
   if (chosen.isolation === 'filter-only') return { ok: true, namespace: null };
   const probe = await probeNamespace();
   if (!probe.ok) return { ok: false, reason: sandboxUnavailableMessage(probe.reason) };
   return { ok: true, namespace: { bwrap: probe.bwrap, view: chosen.view, cwd } };
+}
+
+/** What a pipeline's run has come to so far: the launcher's callbacks, the timer and the abort share it. */
+interface RunState {
+  timedOut: boolean;
+  stoppedEarly: boolean;
+  aborted: boolean;
+  /** Kills every process group; does nothing until the stages are launched. */
+  killAll: () => void;
 }
 
 /**
@@ -200,8 +208,6 @@ async function resolvePlacement(
  * timeout, early stop or abort. Never throws: failures are reported in the outcome.
  */
 export async function runPipeline(stages: Stage[], options: PipelineOptions): Promise<PipelineOutcome> {
-  const slots = options.slots ?? subprocessSlots;
-  const stderrLimit = options.stderrLimitBytes ?? SANDBOX_LIMITS.stderrBytes;
   const outcomes: StageOutcome[] = stages.map(() => ({ exitCode: null, signal: null, stderr: '' }));
   const empty = (): PipelineOutcome => ({ stages: outcomes, timedOut: false, stoppedEarly: false, aborted: false, elapsedMs: 0 });
   if (stages.length === 0) return empty();
@@ -217,106 +223,140 @@ export async function runPipeline(stages: Stage[], options: PipelineOptions): Pr
   }
 
   const deadline = Date.now() + options.timeoutMs;
-  let release: () => void;
-  try {
-    // Each stage weighs its address-space cap in the worker-wide memory budget (see Semaphore).
-    const stageBytes = options.resourceLimits?.addressSpaceBytes ?? DEFAULT_RESOURCE_LIMITS.addressSpaceBytes;
-    release = await slots.acquire(
-      Math.min(stages.length, slots.capacity),
-      { deadline, ...(options.signal ? { signal: options.signal } : {}) },
-      stages.length * stageBytes,
-    );
-  } catch (error) {
-    if (!(error instanceof PermitWaitError)) throw error;
-    return { ...empty(), timedOut: error.reason === 'timeout', aborted: error.reason === 'aborted', waitedForSlots: true };
+  const permits = await acquirePermits(stages.length, options, deadline);
+  if (!permits.ok) {
+    return { ...empty(), timedOut: permits.reason === 'timeout', aborted: permits.reason === 'aborted', waitedForSlots: true };
   }
   const started = Date.now();
-  let timedOut = false;
-  let stoppedEarly = false;
-  let aborted = false;
-  let killAll: () => void = () => undefined;
+  const state: RunState = { timedOut: false, stoppedEarly: false, aborted: false, killAll: () => undefined };
   // Resolves once every started process has exited; the permits are released only then.
   let allClosed: Promise<void> = Promise.resolve();
 
   try {
     if (options.signal?.aborted) {
-      aborted = true;
-      return { ...empty(), aborted };
+      state.aborted = true;
+      return { ...empty(), aborted: state.aborted };
     }
-    const limits = { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits };
-    const argvs = stages.map((s) => {
-      const stage = stageCommand(s, limits, placement.namespace);
-      return [stage.executable, ...stage.args];
-    });
-    const stderrBytes = outcomes.map(() => 0);
-    // The fork/exec and pipe wiring happen in the spawner (lib/sandbox/spawner): off this event loop.
-    const launched = pipelineLauncher().launch(
-      { argvs, cwd: options.cwd, env: sandboxEnv(), stderrLimitBytes: stderrLimit },
-      {
-        onStdout: (chunk) => {
-          if (stoppedEarly || timedOut || aborted) return;
-          if (options.onStdout(chunk) === 'enough') {
-            stoppedEarly = true;
-            killAll();
-          }
-        },
-        onStderr: (stage, chunk) => {
-          const outcome = outcomes[stage]!;
-          if (stderrBytes[stage]! >= stderrLimit) return;
-          const piece = chunk.subarray(0, stderrLimit - stderrBytes[stage]!);
-          stderrBytes[stage]! += piece.length;
-          outcome.stderr += piece.toString('utf8');
-        },
-        onSpawnError: (stage, message) => {
-          outcomes[stage]!.spawnError = message;
-        },
-        onExit: (stage, code, signal) => {
-          const outcome = outcomes[stage]!;
-          const end = stageEnd(code, signal, outcome.stderr, placement.namespace !== null);
-          outcome.exitCode = end.exitCode;
-          outcome.signal = end.signal;
-          if (end.spawnError) outcome.spawnError = end.spawnError;
-          const limit = limitHit(outcome);
-          if (limit) outcome.limitExceeded = limit;
-        },
-      },
-    );
-    killAll = launched.kill;
+    const launched = launchStages(stages, options, placement.namespace, outcomes, state);
+    state.killAll = launched.kill;
     allClosed = launched.closed;
-
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        killAll();
-      },
-      Math.max(0, deadline - Date.now(), options.minRunMs ?? 0),
-    );
-    // An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded
-    // machine can take a while to report) is awaited in the background, still holding the permits.
-    let answerAbort: () => void = () => undefined;
-    const abortAnswered = new Promise<void>((resolve) => (answerAbort = resolve));
-    const onAbort = () => {
-      aborted = true;
-      killAll();
-      answerAbort();
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.signal?.aborted) onAbort();
-    try {
-      await Promise.race([allClosed, abortAnswered]);
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
+    await waitForExitOrAbort(allClosed, Math.max(0, deadline - Date.now(), options.minRunMs ?? 0), options.signal, state);
     return {
       stages: outcomes.map((o) => ({ ...o })),
-      timedOut,
-      stoppedEarly: stoppedEarly && !timedOut,
-      aborted,
+      timedOut: state.timedOut,
+      stoppedEarly: state.stoppedEarly && !state.timedOut,
+      aborted: state.aborted,
       elapsedMs: Date.now() - started,
     };
   } finally {
-    killAll();
-    void allClosed.then(release);
+    state.killAll();
+    void allClosed.then(permits.release);
+  }
+}
+
+/** One permit of the global subprocess limit per stage, or how the wait for them ended (deadline or abort). */
+async function acquirePermits(
+  count: number,
+  options: PipelineOptions,
+  deadline: number,
+): Promise<{ ok: true; release: () => void } | { ok: false; reason: PermitWaitError['reason'] }> {
+  const slots = options.slots ?? subprocessSlots;
+  try {
+    // Each stage weighs its address-space cap in the worker-wide memory budget (see Semaphore).
+    const stageBytes = options.resourceLimits?.addressSpaceBytes ?? DEFAULT_RESOURCE_LIMITS.addressSpaceBytes;
+    const release = await slots.acquire(
+      Math.min(count, slots.capacity),
+      { deadline, ...(options.signal ? { signal: options.signal } : {}) },
+      count * stageBytes,
+    );
+    return { ok: true, release };
+  } catch (error) {
+    if (!(error instanceof PermitWaitError)) throw error;
+    return { ok: false, reason: error.reason };
+  }
+}
+
+/**
+ * Starts the stages under their limits (and in the namespace, when there is one) and records into
+ * `outcomes` how each one ends: its stderr up to the limit, a start failure, its exit, a limit it hit.
+ * The last stage's stdout goes to options.onStdout until it says 'enough', which kills every group.
+ */
+function launchStages(
+  stages: Stage[],
+  options: PipelineOptions,
+  namespace: Namespace,
+  outcomes: StageOutcome[],
+  state: RunState,
+): LaunchedPipeline {
+  const stderrLimit = options.stderrLimitBytes ?? SANDBOX_LIMITS.stderrBytes;
+  const limits = { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits };
+  const argvs = stages.map((s) => {
+    const stage = stageCommand(s, limits, namespace);
+    return [stage.executable, ...stage.args];
+  });
+  const stderrBytes = outcomes.map(() => 0);
+  // The fork/exec and pipe wiring happen in the spawner (lib/sandbox/spawner): off this event loop.
+  return pipelineLauncher().launch(
+    { argvs, cwd: options.cwd, env: sandboxEnv(), stderrLimitBytes: stderrLimit },
+    {
+      onStdout: (chunk) => {
+        if (state.stoppedEarly || state.timedOut || state.aborted) return;
+        if (options.onStdout(chunk) === 'enough') {
+          state.stoppedEarly = true;
+          state.killAll();
+        }
+      },
+      onStderr: (stage, chunk) => {
+        const outcome = outcomes[stage]!;
+        if (stderrBytes[stage]! >= stderrLimit) return;
+        const piece = chunk.subarray(0, stderrLimit - stderrBytes[stage]!);
+        stderrBytes[stage]! += piece.length;
+        outcome.stderr += piece.toString('utf8');
+      },
+      onSpawnError: (stage, message) => {
+        outcomes[stage]!.spawnError = message;
+      },
+      onExit: (stage, code, signal) => {
+        const outcome = outcomes[stage]!;
+        const end = stageEnd(code, signal, outcome.stderr, namespace !== null);
+        outcome.exitCode = end.exitCode;
+        outcome.signal = end.signal;
+        if (end.spawnError) outcome.spawnError = end.spawnError;
+        const limit = limitHit(outcome);
+        if (limit) outcome.limitExceeded = limit;
+      },
+    },
+  );
+}
+
+/**
+ * Waits until every launched process has exited (`allClosed`), killing them all when `runMs` runs out.
+ * An abort answers the caller at once: the groups are SIGKILLed, and their exit (which a loaded machine
+ * can take a while to report) is awaited in the background, still holding the permits.
+ */
+async function waitForExitOrAbort(
+  allClosed: Promise<void>,
+  runMs: number,
+  signal: AbortSignal | undefined,
+  state: RunState,
+): Promise<void> {
+  const timer = setTimeout(() => {
+    state.timedOut = true;
+    state.killAll();
+  }, runMs);
+  let answerAbort: () => void = () => undefined;
+  const abortAnswered = new Promise<void>((resolve) => (answerAbort = resolve));
+  const onAbort = () => {
+    state.aborted = true;
+    state.killAll();
+    answerAbort();
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  try {
+    await Promise.race([allClosed, abortAnswered]);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -58,6 +58,9 @@ async function insideRoot(root: string, candidate: string): Promise<boolean> {
   }
 }
 
+/** Why an expansion stopped: the command's deadline passed, or it matched more than MAX_EXPANSION paths. */
+type ExpansionStop = 'deadline' | 'too-many';
+
 /**
  * Expands an unquoted glob word the way bash does (sorted matches, hidden entries only for a leading '.',
  * the word kept literally when nothing matches) but only inside the worktree: a directory is listed only
@@ -73,17 +76,9 @@ export async function expandGlobWord(
   glob: string,
   deadline = Infinity,
 ): Promise<string[] | null | { refused: string }> {
-  const base = canonicalRoot;
-  let prefix = '';
-  let rest = glob;
-  if (glob.startsWith('/')) {
-    const unescaped = unescape(glob);
-    const root = [canonicalRoot, path.resolve(givenRoot)].find((r) => isInside(r, unescaped) && unescaped !== r);
-    if (!root) return null;
-    prefix = `${root}/`;
-    rest = glob.slice(root.length + 1);
-  }
-  const segments = rest.split('/').filter((s) => s !== '');
+  const anchored = anchorWord(canonicalRoot, givenRoot, glob);
+  if (!anchored) return null;
+  const segments = anchored.rest.split('/').filter((s) => s !== '');
   const wildcards = segments.filter(hasMeta).reduce((sum, segment) => sum + countWildcards(segmentNode(segment)), 0);
   if (wildcards > MAX_WILDCARDS) {
     return {
@@ -99,58 +94,95 @@ export async function expandGlobWord(
   };
   let current: string[] = [''];
   for (let k = 0; k < segments.length; k++) {
-    const segment = segments[k]!;
-    const last = k === segments.length - 1;
-    const next: string[] = [];
-    if (!hasMeta(segment)) {
-      const name = unescape(segment);
-      for (const rel of current) next.push(rel ? `${rel}/${name}` : name);
-    } else {
-      const matcher = segmentMatcher(segment);
-      const dotOk = unescape(segment).startsWith('.');
-      for (const rel of current) {
-        if (!(await slice.pass())) return tooLong;
-        const dir = path.join(base, rel);
-        if (!(await insideRoot(canonicalRoot, dir))) continue;
-        let entries: string[];
-        try {
-          entries = await fs.readdir(dir);
-        } catch {
-          continue;
-        }
-        for (const entry of entries.sort()) {
-          if (!(await slice.pass())) return tooLong;
-          if (entry.startsWith('.') && !dotOk) continue;
-          if (!matcher.matches(entry)) continue;
-          const candidate = rel ? `${rel}/${entry}` : entry;
-          if (!last) {
-            try {
-              if (!(await fs.stat(path.join(base, candidate))).isDirectory()) continue;
-            } catch {
-              continue;
-            }
-          }
-          next.push(candidate);
-          if (next.length > MAX_EXPANSION) {
-            return {
-              refused: `the pattern ${JSON.stringify(unescape(glob))} expands to more than ${MAX_EXPANSION} paths; use find or rg --files instead`,
-            };
-          }
-        }
-      }
+    const next = await expandSegment(canonicalRoot, current, segments[k]!, k === segments.length - 1, slice);
+    if (next === 'deadline') return tooLong;
+    if (next === 'too-many') {
+      return {
+        refused: `the pattern ${JSON.stringify(unescape(glob))} expands to more than ${MAX_EXPANSION} paths; use find or rg --files instead`,
+      };
     }
     current = next;
     if (current.length === 0) return null;
   }
-  const kept: string[] = [];
+  const kept = await keepInsideRoot(canonicalRoot, current, anchored.prefix, slice);
+  if (kept === 'deadline') return tooLong;
+  return kept.length ? kept.sort() : null;
+}
+
+/**
+ * The word split into the prefix its matches keep (an absolute word: the root as it was written, then '/')
+ * and the part matched under the canonical root; null for an absolute word that names nothing under the root.
+ */
+function anchorWord(canonicalRoot: string, givenRoot: string, glob: string): { prefix: string; rest: string } | null {
+  if (!glob.startsWith('/')) return { prefix: '', rest: glob };
+  const unescaped = unescape(glob);
+  const root = [canonicalRoot, path.resolve(givenRoot)].find((r) => isInside(r, unescaped) && unescaped !== r);
+  if (!root) return null;
+  return { prefix: `${root}/`, rest: glob.slice(root.length + 1) };
+}
+
+/**
+ * The root-relative paths one more segment reaches from each of `current`: a literal segment is joined
+ * as it is; a wildcard one lists each directory inside the root and keeps the sorted entries it matches
+ * (only directories, unless it is the word's last segment).
+ */
+async function expandSegment(
+  canonicalRoot: string,
+  current: string[],
+  segment: string,
+  last: boolean,
+  slice: TimeSlice,
+): Promise<string[] | ExpansionStop> {
+  const next: string[] = [];
+  if (!hasMeta(segment)) {
+    const name = unescape(segment);
+    for (const rel of current) next.push(rel ? `${rel}/${name}` : name);
+    return next;
+  }
+  const matcher = segmentMatcher(segment);
+  const dotOk = unescape(segment).startsWith('.');
   for (const rel of current) {
-    if (!(await slice.pass())) return tooLong;
+    if (!(await slice.pass())) return 'deadline';
+    const dir = path.join(canonicalRoot, rel);
+    if (!(await insideRoot(canonicalRoot, dir))) continue;
+    let entries: string[];
     try {
-      await fs.lstat(path.join(base, rel));
+      entries = await fs.readdir(dir);
     } catch {
       continue;
     }
-    if (await insideRoot(canonicalRoot, path.join(base, rel))) kept.push(`${prefix}${rel}`);
+    for (const entry of entries.sort()) {
+      if (!(await slice.pass())) return 'deadline';
+      if (entry.startsWith('.') && !dotOk) continue;
+      if (!matcher.matches(entry)) continue;
+      const candidate = rel ? `${rel}/${entry}` : entry;
+      if (!last && !(await isDirectory(path.join(canonicalRoot, candidate)))) continue;
+      next.push(candidate);
+      if (next.length > MAX_EXPANSION) return 'too-many';
+    }
   }
-  return kept.length ? kept.sort() : null;
+  return next;
+}
+
+async function isDirectory(candidate: string): Promise<boolean> {
+  try {
+    return (await fs.stat(candidate)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The matches that exist and whose realpath is inside the root, with the word's prefix. */
+async function keepInsideRoot(canonicalRoot: string, matches: string[], prefix: string, slice: TimeSlice): Promise<string[] | 'deadline'> {
+  const kept: string[] = [];
+  for (const rel of matches) {
+    if (!(await slice.pass())) return 'deadline';
+    try {
+      await fs.lstat(path.join(canonicalRoot, rel));
+    } catch {
+      continue;
+    }
+    if (await insideRoot(canonicalRoot, path.join(canonicalRoot, rel))) kept.push(`${prefix}${rel}`);
+  }
+  return kept;
 }

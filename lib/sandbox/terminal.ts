@@ -8,7 +8,7 @@ import { describeLimit, runPipeline, toolPlacement, type Stage } from './subproc
 import { ALLOWED_SUMMARY, isAllowedProgram, prepareProgram } from './terminal-programs';
 import { expandGlobWord } from './terminal-expand';
 import { tokenize } from './terminal-tokenize';
-import { errorResult, seconds, slotWaitTimeout } from './tool-result';
+import { answerWithoutThrowing, errorResult, seconds, slotWaitTimeout } from './tool-result';
 
 function refused(reason: string): ToolResult {
   return errorResult(`terminal: ${reason}\n${ALLOWED_SUMMARY}`);
@@ -66,11 +66,7 @@ export async function planCommand(
  * that kills every process group. Shows stdout then stderr, at most 4096 characters. Never throws.
  */
 export async function terminal(root: string, args: TerminalArgs, options: SandboxOptions = {}): Promise<ToolResult> {
-  try {
-    return await terminalUnsafe(root, args, options);
-  } catch (error) {
-    return errorResult(`terminal failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return answerWithoutThrowing('terminal', () => terminalUnsafe(root, args, options));
 }
 
 async function terminalUnsafe(root: string, args: TerminalArgs, options: SandboxOptions): Promise<ToolResult> {

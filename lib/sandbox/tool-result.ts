@@ -5,6 +5,20 @@ export function errorResult(message: string, output = ''): ToolResult {
   return { status: 'error', output, message };
 }
 
+/** The error result of a tool call that threw: the tool's name and what went wrong. */
+export function failureResult(tool: string, error: unknown): ToolResult {
+  return errorResult(`${tool} failed: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+/** A tool's answer that never throws: whatever `call` throws comes back as its failureResult. */
+export async function answerWithoutThrowing(tool: string, call: () => Promise<ToolResult>): Promise<ToolResult> {
+  try {
+    return await call();
+  } catch (error) {
+    return failureResult(tool, error);
+  }
+}
+
 export function seconds(ms: number): string {
   if (ms % 1000 === 0) return `${ms / 1000} s`;
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
