@@ -1,6 +1,6 @@
-import path from 'node:path';
 import { log } from '@temporalio/activity';
-import { findCachedArtifact, hashConfig, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { hashConfig, readJsonArtifact, readRows, writeJsonArtifact, writeParquetArtifact } from '../lib/artifacts';
+import { cachedOutputs, catmPath, catmSummaryOutput } from '../lib/labels/catm-outputs';
 import { MIN_REASONING_TOKENS } from '../lib/trajectories/catm-parameters';
 import { mineTrajectories } from '../lib/trajectories/mine-trajectories';
 import { MineInputSchema, type MineInput, type MineOutput } from '../schemas/catm';
@@ -12,31 +12,25 @@ import {
 } from '../schemas/mining';
 import { inputSource, ProgressReporter, rethrowAsFailure } from './kit';
 
-const SUMMARY_SCHEMA = { name: 'catm.mining-summary', version: 1 } as const;
-
 /** CATM stage 1 (CodeGrep §3.4): stream the trajectories, write the candidates that pass the token filter. */
 export async function mine(rawInput: MineInput): Promise<MineOutput> {
   const input = MineInputSchema.parse(rawInput);
-  const outDir = path.join(input.runDir, 'catm');
-  const candidatesPath = path.join(outDir, 'candidates.parquet');
-  const summaryPath = path.join(outDir, 'mining-summary.json');
   const source = await inputSource('trajectories', input.trajectoriesPath);
   const configHash = hashConfig({ stage: 'mine', minReasoningTokens: MIN_REASONING_TOKENS, tokenizer: 'qwen3' });
-  const expect = { inputs: [source], configHash };
-
-  const cachedCandidates = await findCachedArtifact(candidatesPath, {
-    ...expect,
-    schemaName: MINED_CANDIDATES_SCHEMA_NAME,
-    schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION,
-  });
-  const cachedSummary = await findCachedArtifact(summaryPath, {
-    ...expect,
-    schemaName: SUMMARY_SCHEMA.name,
-    schemaVersion: SUMMARY_SCHEMA.version,
-  });
-  if (cachedCandidates && cachedSummary) {
-    log.info('mine: cache hit', { candidates: cachedCandidates.uri });
-    return { candidates: cachedCandidates, summary: MiningSummarySchema.parse(await readJsonArtifact(cachedSummary.uri)), cached: true };
+  const outputs = {
+    candidates: {
+      path: catmPath(input.runDir, 'candidates.parquet'),
+      schemaName: MINED_CANDIDATES_SCHEMA_NAME,
+      schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION,
+      inputs: [source],
+      configHash,
+    },
+    summary: catmSummaryOutput(input.runDir, 'mining', [source], configHash),
+  };
+  const cached = await cachedOutputs(outputs);
+  if (cached) {
+    log.info('mine: cache hit', { candidates: cached.candidates.uri });
+    return { candidates: cached.candidates, summary: MiningSummarySchema.parse(await readJsonArtifact(cached.summary.uri)), cached: true };
   }
 
   const progress = new ProgressReporter();
@@ -52,26 +46,13 @@ export async function mine(rawInput: MineInput): Promise<MineOutput> {
   });
   let candidates;
   try {
-    candidates = await writeParquetArtifact({
-      path: candidatesPath,
-      schemaName: MINED_CANDIDATES_SCHEMA_NAME,
-      schemaVersion: MINED_CANDIDATES_SCHEMA_VERSION,
-      arrowSchema: minedCandidatesArrowSchema,
-      rows: run.candidates,
-      inputs: [source],
-      configHash,
-    });
+    candidates = await writeParquetArtifact({ ...outputs.candidates, arrowSchema: minedCandidatesArrowSchema, rows: run.candidates });
   } catch (error) {
     progress.close();
     rethrowAsFailure(error);
   }
   const summary = run.summary();
-  await writeJsonArtifact(summaryPath, summary, {
-    schemaName: SUMMARY_SCHEMA.name,
-    schemaVersion: SUMMARY_SCHEMA.version,
-    inputs: [source],
-    configHash,
-  });
+  await writeJsonArtifact(outputs.summary.path, summary, outputs.summary);
   const skippedRows = Object.values(summary.rowsSkipped).reduce((a, b) => a + b, 0);
   log.info('mine: done', { rowsRead: summary.rowsRead, skippedRows, candidates: candidates.rows });
   progress.report({

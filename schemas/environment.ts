@@ -11,6 +11,7 @@ import { SAMPLES_SCHEMA_NAME, SAMPLES_SCHEMA_VERSION, sampleColumns } from './sa
  * columns plus the ground-truth columns and the sample's worktree, hence a new schema version.
  */
 export const ENVIRONMENT_SAMPLES_SCHEMA_NAME = SAMPLES_SCHEMA_NAME;
+/** 3: from CATM samples version 2; 4: from version 3 (`goldPatch`, `fileChangeTargets`). */
 export const ENVIRONMENT_SAMPLES_SCHEMA_VERSION = SAMPLES_SCHEMA_VERSION + 1;
 
 export const environmentSampleColumns = columns({
@@ -140,7 +141,11 @@ export const GroundTruthInputSchema = z.object({
   ...stageBase,
   samples: ArtifactRefSchema,
   worktrees: ArtifactRefSchema,
-  instancesPath: z.string(),
+  /**
+   * Not read: the samples carry their gold patch and `file_changes` targets (samples schema version 3). Accepted
+   * while workflows still pass it.
+   */
+  instancesPath: z.string().optional(),
   /** The worktrees rows are checkouts (true) or bare repositories holding the commit (false). */
   checkout: z.boolean().default(true),
 });

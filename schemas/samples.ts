@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, columns, float64, int32, list, nullable, struct, utf8 } from './columns';
+import { bool, columns, float64, int32, list, nullable, nullish, struct, utf8 } from './columns';
 import { JudgeVerdictSchema } from './judge';
 
 /**
@@ -46,6 +46,9 @@ const catmFileColumns = {
 export const CatmFileSchema = columns(catmFileColumns).zod;
 export type CatmFile = z.infer<typeof CatmFileSchema>;
 
+/** The targets CodeScout's `file_changes` name at each level: changed files, classes, functions. */
+const fileChangeTargetColumns = { files: list(utf8()), modules: list(utf8()), functions: list(utf8()) };
+
 export const sampleColumns = columns({
   instanceId: utf8(z.string().min(1)),
   /** `owner/name`. */
@@ -66,13 +69,30 @@ export const sampleColumns = columns({
   catmFiles: list(struct(catmFileColumns, CatmFileSchema)),
   /** G(x): goldFiles, then the CATM files not already gold, in catmFiles order; no repeats. */
   targetFiles: list(utf8()),
+  /**
+   * The instance's gold patch, which the environment stage derives ground truth from, so that no later stage
+   * reads the instances file again; null for a `use_patch` sample (its `bugPatch` is the instance's patch, and
+   * its fix is taken from its tree). Absent in samples written before schema version 3.
+   */
+  goldPatch: nullish(utf8()),
+  /**
+   * CodeScout's `file_changes` as localization targets (lib/patch/codescout-layout.ts); null when the instance
+   * has none. Absent in samples written before schema version 3.
+   */
+  fileChangeTargets: nullish(struct(fileChangeTargetColumns)),
 });
 export const SampleSchema = sampleColumns.zod;
 export type Sample = z.infer<typeof SampleSchema>;
+export type SampleFileChangeTargets = NonNullable<Sample['fileChangeTargets']>;
 
 export const SAMPLES_SCHEMA_NAME = 'catm.samples';
-/** 2: `baseCommit` nullable, `bugPatch` and `bugPatchSha256` (CodeScout's `use_patch` instances). */
-export const SAMPLES_SCHEMA_VERSION = 2;
+/**
+ * 2: `baseCommit` nullable, `bugPatch` and `bugPatchSha256` (CodeScout's `use_patch` instances).
+ * 3: `goldPatch` and `fileChangeTargets` (what ground truth needs of the instance).
+ */
+export const SAMPLES_SCHEMA_VERSION = 3;
+/** The first version whose samples carry `goldPatch` and `fileChangeTargets`. */
+export const SAMPLES_WITH_GOLD_PATCH_VERSION = 3;
 
 export const samplesArrowSchema = sampleColumns.arrowSchema();
 

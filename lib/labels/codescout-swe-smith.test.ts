@@ -61,6 +61,13 @@ describe("CodeScout's SWE-Smith Parquet layout", () => {
       problemStatement: 'Gear.circumference ignores the number of teeth.\n(as the prompt shows it)',
       goldFiles: ['widgets/gears.py'],
       targetFiles: ['widgets/gears.py'],
+      // The fix comes from the tree (the bug patch reversed); the targets are file_changes'.
+      goldPatch: null,
+      fileChangeTargets: {
+        files: ['widgets/gears.py'],
+        modules: ['widgets/gears.py:Gear'],
+        functions: ['widgets/gears.py:Gear.circumference'],
+      },
     });
     expect(second.bugPatchSha256).not.toBe(first.bugPatchSha256);
     expect(run.summary()).toMatchObject({ instancesRead: 4, samplesWritten: 4 });
@@ -77,6 +84,7 @@ describe("CodeScout's SWE-Smith Parquet layout", () => {
     const run = buildSamples(fromArray(records), new RetainedLabelIndex(), { source: 'mixed' });
     const samples = await collect(run.samples);
     expect(samples.map((s) => [s.instanceId, s.baseCommit, s.bugPatch])).toEqual([['verified-1', 'b'.repeat(40), null]]);
+    expect(samples[0]).toMatchObject({ goldPatch: row.patch, fileChangeTargets: { files: ['widgets/gears.py'] } });
     const summary = run.summary();
     expect(summary.instancesSkipped['missingOrInvalid:base_commit']).toBe(2);
     expect(summary.instancesSkipped['missingOrInvalid:problem_statement']).toBe(1);

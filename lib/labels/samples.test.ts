@@ -126,7 +126,10 @@ describe('buildSamples on SWE-bench Verified and the mined sample', () => {
       goldFiles: ['astropy/modeling/separable.py'],
       catmFiles: [],
       targetFiles: ['astropy/modeling/separable.py'],
+      fileChangeTargets: null,
     });
+    // What ground truth needs travels with the sample: the instance's gold patch, as the instances file has it.
+    expect(astropy.goldPatch).toBe(JSON.parse(verifiedLine('astropy__astropy-12907')).patch);
     expect(samples.filter((s) => s.catmFiles.length === 0).every((s) => s.targetFiles.join() === s.goldFiles.join())).toBe(true);
 
     // django-14534: gold boundfield.py; the agent read boundfield.py (93 tokens) and widgets.py (126 tokens).
@@ -227,7 +230,10 @@ describe('Arrow schemas round-trip through the Parquet artifact writer', () => {
   it('writes and reads back mined candidates, labels and samples (lists of structs included)', async () => {
     const { candidates, labels } = await realLabels();
     const index = await indexRetainedLabels(labels);
-    const samples = await collect(buildSamples(readRows(VERIFIED), index).samples);
+    const verified = await collect(buildSamples(readRows(VERIFIED), index).samples);
+    // A CodeScout-layout sample's file_changes targets (a struct of lists) beside the null ones of SWE-bench.
+    const targets = { files: ['a.py'], modules: ['a.py:A'], functions: ['a.py:A.f', 'a.py:g'] };
+    const samples = [...verified, { ...verified[0]!, instanceId: 'with-targets', goldPatch: null, fileChangeTargets: targets }];
     const dir = mkdtempSync(path.join(tmpdir(), 'catm-parquet-'));
     const configHash = hashConfig({ test: 'catm-schemas' });
     const cases = [

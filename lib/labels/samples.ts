@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { parseInstanceRecord, problemStatementOf, type InstanceRow } from '../../schemas/instances';
+import { parseInstanceRecord, problemStatementOf, type FileChange, type InstanceRow } from '../../schemas/instances';
 import type { RowRecord } from '../../schemas/rows';
 import {
   INSTANCE_SKIP_REASONS,
@@ -7,6 +7,7 @@ import {
   type CatmLabel,
   type InstanceSkipReason,
   type Sample,
+  type SampleFileChangeTargets,
   type SamplesSummary,
 } from '../../schemas/samples';
 import { normalizeRepoPath } from '../paths/normalize';
@@ -92,7 +93,7 @@ type SampleCounts = Record<'samplesWithCatm' | 'catmOnlyTargets' | 'labelsUsed' 
  */
 function toSample(
   instance: InstanceRow,
-  goldFiles: string[],
+  { goldFiles, fileChangeTargets }: { goldFiles: string[]; fileChangeTargets: SampleFileChangeTargets | null },
   labels: RetainedLabelIndex,
   counts: SampleCounts,
   note: (ordinal: number | null, reason: string, detail: string) => void,
@@ -123,7 +124,15 @@ function toSample(
     goldFiles,
     catmFiles,
     targetFiles,
+    goldPatch: usePatch ? null : instance.patch,
+    fileChangeTargets,
   };
+}
+
+/** What ground truth takes from CodeScout's `file_changes`: the targets at each level (see targetsFromFileChanges). */
+function sampleTargets(fileChanges: readonly FileChange[]): SampleFileChangeTargets {
+  const { files, modules, functions } = targetsFromFileChanges(fileChanges);
+  return { files, modules, functions };
 }
 
 /**
@@ -165,11 +174,12 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
         continue;
       }
       let goldFiles: string[];
+      const fileChangeTargets = instance.file_changes ? sampleTargets(instance.file_changes) : null;
       try {
         goldFiles = goldFilesFromPatch(instance.patch);
         // A use_patch row's `patch` introduces the bug; the files the fix must touch are its `file_changes`
         // (CodeScout's `target`), the same files when both are there.
-        const labelled = instance.use_patch === true ? targetsFromFileChanges(instance.file_changes ?? []).files : [];
+        const labelled = instance.use_patch === true ? (fileChangeTargets?.files ?? []) : [];
         if (labelled.length > 0) goldFiles = labelled;
       } catch (err) {
         skip(
@@ -181,7 +191,7 @@ export function buildSamples(instances: AsyncIterable<RowRecord>, labels: Retain
       }
       counts.samplesWritten++;
       sampled.add(instance.instance_id);
-      yield toSample(instance, goldFiles, labels, counts, note);
+      yield toSample(instance, { goldFiles, fileChangeTargets }, labels, counts, note);
     }
     for (const [instanceId, list] of labels.byInstance) {
       if (sampled.has(instanceId)) continue;

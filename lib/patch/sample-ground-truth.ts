@@ -1,9 +1,9 @@
 import { readRows } from '../artifacts';
 import { git, runGit } from '../worktrees/git';
+import type { ArtifactRef } from '../../schemas/artifact-ref';
 import type { GroundTruthSummary } from '../../schemas/environment';
 import type { GroundTruth } from '../../schemas/ground-truth';
-import { parseInstanceRecord, type FileChange } from '../../schemas/instances';
-import { targetsFromFileChanges } from './codescout-layout';
+import { SAMPLES_WITH_GOLD_PATCH_VERSION, type SampleFileChangeTargets } from '../../schemas/samples';
 import { groundTruthForPatch, type ReadPreImage } from './ground-truth';
 
 /** A pre-image read is one `git cat-file`: a minute means git is stuck, not busy. */
@@ -44,21 +44,16 @@ export async function fixPatchOf(repository: string, rev = 'HEAD'): Promise<stri
   return r !== undefined && r.code === 0 && r.stdout !== '' ? r.stdout : undefined;
 }
 
-/** The gold patch and, for CodeScout-layout instances, the `file_changes` labels of the `wanted` instances. */
-export async function goldPatches(
-  instancesPath: string,
-  wanted: ReadonlySet<string>,
-): Promise<{ patches: Map<string, string>; fileChanges: Map<string, FileChange[]> }> {
-  const patches = new Map<string, string>();
-  const fileChanges = new Map<string, FileChange[]>();
-  for await (const record of readRows(instancesPath)) {
-    const parsed = parseInstanceRecord(record);
-    if (parsed.ok && wanted.has(parsed.instance.instance_id)) {
-      patches.set(parsed.instance.instance_id, parsed.instance.patch);
-      if (parsed.instance.file_changes) fileChanges.set(parsed.instance.instance_id, parsed.instance.file_changes);
-    }
-  }
-  return { patches, fileChanges };
+/**
+ * Why a samples artifact cannot give ground truth on its own, or null when it can: samples written before they
+ * carried their gold patch (schema version 3) would need the instances file read again.
+ */
+export function samplesWithoutGoldPatchMessage(samples: ArtifactRef): string | null {
+  if (samples.schemaVersion >= SAMPLES_WITH_GOLD_PATCH_VERSION) return null;
+  return (
+    `samples ${samples.uri} are schema version ${samples.schemaVersion}, written before samples carried their gold patch ` +
+    `(version ${SAMPLES_WITH_GOLD_PATCH_VERSION}): run the catm stage again to write them`
+  );
 }
 
 export function emptyGroundTruthSummary(): GroundTruthSummary {
@@ -81,23 +76,22 @@ export function emptyGroundTruthSummary(): GroundTruthSummary {
  */
 export async function sampleGroundTruth(
   patch: string | undefined,
-  labelled: readonly FileChange[] | undefined,
+  labelled: SampleFileChangeTargets | null | undefined,
   repository: string,
   summary: GroundTruthSummary,
   opts: { filesFromLabels?: boolean; missingPatch?: string; rev?: string } = {},
 ): Promise<{ truth: GroundTruth; error: string | null }> {
   if (!patch) {
     summary.patchErrors++;
-    return { truth: emptyTruth, error: opts.missingPatch ?? 'instance patch not found in the instances input' };
+    return { truth: emptyTruth, error: opts.missingPatch ?? 'no gold patch in the sample' };
   }
   try {
     let truth = await groundTruthForPatch(patch, preImageReader(repository, opts.rev ?? 'HEAD'));
     // CodeScout-layout instances carry their own module / function labels: those are the targets.
     if (labelled) {
-      const targets = targetsFromFileChanges(labelled);
-      truth = { ...truth, modules: targets.modules, functions: targets.functions };
+      truth = { ...truth, modules: labelled.modules, functions: labelled.functions };
       // use_patch instances: CodeScout's `target` (= file_changes) is the ground truth at every level.
-      if (opts.filesFromLabels && targets.files.length > 0) truth = { ...truth, files: targets.files };
+      if (opts.filesFromLabels && labelled.files.length > 0) truth = { ...truth, files: labelled.files };
       summary.fromFileChanges++;
     }
     summary.withGroundTruth++;

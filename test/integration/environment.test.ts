@@ -83,6 +83,8 @@ describe('environment stage on the real dev server', () => {
       { path: 'widgets/gears.py', start: 21, end: 21 },
     ]);
     expect(first.groundTruthError).toBeNull();
+    // The samples carried the gold patch from the catm stage: ground truth read no instances file.
+    expect(first.goldPatch).toBe(instances[0]!.patch);
     const second = samples.find((s) => s.instanceId === 'acme__widgets-2')!;
     expect(second.gold_functions).toEqual(['widgets/belts.py:belt_length']);
     expect(second.gold_modules).toEqual([]);
