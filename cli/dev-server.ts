@@ -2,7 +2,7 @@
  * The embedded Temporal: the Temporal CLI dev server with a SQLite file, so workflow state survives a
  * restart of the server. Used by `codegrep server`, `codegrep run --embedded` and the test suite.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -79,46 +79,80 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const withUi = options.ui ?? true;
   const dataDir = path.resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  const uiUrl = withUi ? `http://localhost:${uiPort}` : null;
 
   if (await temporalAnswers(address, namespace)) {
-    return {
-      address,
-      uiUrl: withUi ? `http://localhost:${uiPort}` : null,
-      pid: null,
-      startedHere: false,
-      logFile: null,
-      stop: async () => undefined,
-    };
+    return { address, uiUrl, pid: null, startedHere: false, logFile: null, stop: async () => undefined };
   }
+  await checkPortsFree(port, withUi ? uiPort : null, namespace);
+
+  const binary = resolveTemporalBinary();
+  const args = devServerArgs({ dataDir, namespace, port, uiPort: withUi ? uiPort : null, dynamicConfig: options.dynamicConfig });
+  const logFile = path.join(dataDir, 'temporal-server.log');
+  const server = spawnDevServer(binary, args, logFile);
+  writeFileSync(pidFile(dataDir), String(server.child.pid));
+  await waitUntilAnswering(server, address, namespace, logFile, options.readyTimeoutMs ?? 60_000);
+
+  const pid = server.child.pid ?? null;
+  return {
+    address,
+    uiUrl,
+    pid,
+    startedHere: true,
+    logFile,
+    stop: async () => {
+      await stopDevServer(dataDir);
+    },
+  };
+}
+
+/** Refuses ports something else holds (uiPort null: no Web UI), saying what to change. */
+async function checkPortsFree(port: number, uiPort: number | null, namespace: string): Promise<void> {
   if (!(await portIsFree(port))) {
     throw new Error(
       `port ${port} is taken by something that is not a Temporal server serving namespace "${namespace}". ` +
         `Stop it, or choose another port (--port, or CODEGREP_TEMPORAL_ADDRESS=localhost:<port>).`,
     );
   }
-  if (withUi && !(await portIsFree(uiPort))) {
+  if (uiPort !== null && !(await portIsFree(uiPort))) {
     throw new Error(`the Web UI port ${uiPort} is taken. Stop what uses it, or choose another (--ui-port or CODEGREP_UI_PORT).`);
   }
+}
 
-  const binary = resolveTemporalBinary();
-  const args = [
+/** `temporal server start-dev`'s arguments: SQLite state in the data dir, codegrep's search attributes (uiPort null: headless). */
+function devServerArgs(options: {
+  dataDir: string;
+  namespace: string;
+  port: number;
+  uiPort: number | null;
+  dynamicConfig: DevServerOptions['dynamicConfig'];
+}): string[] {
+  return [
     'server',
     'start-dev',
     '--db-filename',
-    path.join(dataDir, 'temporal.db'),
+    path.join(options.dataDir, 'temporal.db'),
     '--namespace',
-    namespace,
+    options.namespace,
     '--port',
-    String(port),
+    String(options.port),
     '--ip',
     '127.0.0.1',
     '--log-level',
     'warn',
     ...Object.values(temporalConfig.searchAttributes).flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
-    ...(withUi ? ['--ui-port', String(uiPort)] : ['--headless']),
+    ...(options.uiPort !== null ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
   ];
-  const logFile = path.join(dataDir, 'temporal-server.log');
+}
+
+interface SpawnedServer {
+  child: ChildProcess;
+  /** The exit code once the process has exited (-1 for a signal), null while it runs. */
+  exited(): number | null;
+}
+
+function spawnDevServer(binary: string, args: string[], logFile: string): SpawnedServer {
   const logFd = openSync(logFile, 'a');
   // Detached: the server outlives `codegrep server` in the background and is stopped by its pid file.
   const child = spawn(binary, args, { detached: true, stdio: ['ignore', logFd, logFd] });
@@ -128,38 +162,28 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     exited = code ?? -1;
   });
   child.unref();
-  writeFileSync(pidFile(dataDir), String(child.pid));
+  return { child, exited: () => exited };
+}
 
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+/** Waits for the server to answer; throws with its last log lines if it exits first, or stops it after timeoutMs. */
+async function waitUntilAnswering(server: SpawnedServer, address: string, namespace: string, logFile: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
   while (!(await temporalAnswers(address, namespace, 2_000))) {
+    const exited = server.exited();
     if (exited !== null) {
       const tail = readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n');
       throw new Error(`the Temporal dev server exited with code ${exited} before answering. Last log lines (${logFile}):\n${tail}`);
     }
     if (Date.now() > deadline) {
       try {
-        process.kill(-child.pid!, 'SIGTERM');
+        process.kill(-server.child.pid!, 'SIGTERM');
       } catch {
         /* already gone */
       }
-      throw new Error(
-        `the Temporal dev server did not answer at ${address} within ${(options.readyTimeoutMs ?? 60_000) / 1000}s (log: ${logFile})`,
-      );
+      throw new Error(`the Temporal dev server did not answer at ${address} within ${timeoutMs / 1000}s (log: ${logFile})`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-
-  const pid = child.pid ?? null;
-  return {
-    address,
-    uiUrl: withUi ? `http://localhost:${uiPort}` : null,
-    pid,
-    startedHere: true,
-    logFile,
-    stop: async () => {
-      await stopDevServer(dataDir);
-    },
-  };
 }
 
 /** Stops a server started with this data dir (SIGTERM to its process group, then SIGKILL after 10 s). */

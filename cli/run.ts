@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import type { PipelineResult } from '../workflows/pipeline';
 import type { WorkflowProgress } from '../schemas/progress';
-import { resolveConfig } from '../lib/config';
+import { resolveConfig, type ResolvedConfig } from '../lib/config';
 import { readConfigFile } from './config-file';
 import { startDevServer } from './dev-server';
 import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';
@@ -48,6 +48,49 @@ async function hasPollers(client: Client, taskQueue: string, kind: 'workflow' | 
 const UNCLAIMED_TASK_MS = 10_000;
 
 export async function runCommand(options: RunOptions): Promise<number> {
+  const config = prepareRunConfig(options);
+  if (!(await ensureTemporalServer(config.dataDir, options.embedded))) return 2;
+
+  const connection = await connectClient();
+  const client = new Client({ connection, namespace: temporalConfig.namespace });
+  const workers = new InProcessWorkers(config.runDir);
+  try {
+    const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
+    const needGpuWorker = options.worker && needsGpu(config) && !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
+    const logFile = openLogs(config.runDir, needCpuWorker || needGpuWorker);
+    if (needCpuWorker) await workers.startCpu(`no live worker polls task queue ${temporalConfig.taskQueues.cpu}`);
+    if (needGpuWorker) await workers.startGpu();
+
+    const { handle, workflowId, webUi } = await startPipeline(client, config);
+    if (options.detach) {
+      // Returning leaves nothing behind to run it: wait long enough to tell a user whose worker is dead.
+      if (!needCpuWorker) await warnIfUnclaimed(client, workflowId);
+      return 0;
+    }
+    const watchdog = workers.hasCpuWorker
+      ? null
+      : watchUnclaimedTask(client, workflowId, async (why) => {
+          if (options.worker) await workers.startCpu(why);
+          else console.error(`codegrep: ${why}; start one with 'codegrep worker'.`);
+        });
+    const result = await followPipeline(client, handle, workflowId, logFile, watchdog);
+    if (!result) return 1;
+    for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
+    printResult(result, config.runDir, logFile);
+    console.log(
+      `\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers, toyTask: options.toyTask })}`,
+    );
+    // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
+    return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
+  } finally {
+    await workers.shutdown();
+    await connection.close();
+    await closeRunLog();
+  }
+}
+
+/** The config file with the command line's overrides, a default run id and this deployment's timeouts. */
+function prepareRunConfig(options: RunOptions): ResolvedConfig {
   const raw = readConfigFile(options.configFile);
   if (options.runId) raw.runId = options.runId;
   if (options.mirrors) {
@@ -59,154 +102,192 @@ export async function runCommand(options: RunOptions): Promise<number> {
   }
   raw.temporal = { activityTimeouts };
   // Validate here too, so a bad config is reported before anything starts.
-  const config = resolveConfig(raw, options.configFile);
+  return resolveConfig(raw, options.configFile);
+}
 
+/**
+ * True when a Temporal server answers, starting the embedded dev server when it may; false (after saying why)
+ * when none answers and this command may not start one.
+ */
+async function ensureTemporalServer(dataDir: string, embedded: boolean): Promise<boolean> {
   const address = temporalConfig.address;
   const unreachable = await probeTemporal();
-  if (unreachable) {
-    // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
-    if (!options.embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
-      console.error(
-        `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
-      );
-      return 2;
-    }
-    console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(config.dataDir, 'temporal.db')})…`);
-    const server = await startDevServer({ dataDir: config.dataDir, port: Number(address.split(':').pop()) });
-    console.log(
-      `codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`,
+  if (!unreachable) return true;
+  // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
+  if (!embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
+    console.error(
+      `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
     );
+    return false;
+  }
+  console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(dataDir, 'temporal.db')})…`);
+  const server = await startDevServer({ dataDir, port: Number(address.split(':').pop()) });
+  console.log(
+    `codegrep: Temporal dev server up at ${server.address}, Web UI ${server.uiUrl} (log ${server.logFile}); it keeps running — stop it with 'codegrep server stop'.`,
+  );
+  return true;
+}
+
+/** Whether the run needs the GPU task queue's worker. */
+function needsGpu(config: ResolvedConfig): boolean {
+  return (
+    config.stages.includes('training') ||
+    // A trained policy is served by the GPU worker (lib/policy-server), with or without a training stage.
+    (config.stages.includes('evaluation') && config.evaluation.retrievers.some((r) => r.kind === 'agent' && r.policy !== undefined))
+  );
+}
+
+/**
+ * The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
+ * failures' full messages go to the run's log file, whose path this returns.
+ */
+function openLogs(runDir: string, withWorkers: boolean): string {
+  const logFile = withWorkers ? installRunLogger(runDir) : openRunLog(runDir);
+  console.log(
+    `codegrep: ${withWorkers ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`,
+  );
+  return logFile;
+}
+
+/** The workers this command runs in its own process when none polls their task queue; shut down when it returns. */
+class InProcessWorkers {
+  private cpu: Awaited<ReturnType<typeof createCpuWorker>> | null = null;
+  private cpuRun: Promise<void> | null = null;
+  private gpu: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
+  private gpuRun: Promise<void> | null = null;
+  private releaseGuard: (() => void) | null = null;
+
+  constructor(private readonly runDir: string) {}
+
+  get hasCpuWorker(): boolean {
+    return this.cpu !== null;
   }
 
-  const connection = await connectClient();
-  const client = new Client({ connection, namespace: temporalConfig.namespace });
-  // Set by startCpuWorker, also from the watchdog below (`as`: TypeScript would narrow a `null` initialiser for good).
-  let inProcessWorker = null as Awaited<ReturnType<typeof createCpuWorker>> | null;
-  let workerRun: Promise<void> | null = null;
-  let gpuWorker: Awaited<ReturnType<typeof createGpuWorker>> | null = null;
-  let gpuWorkerRun: Promise<void> | null = null;
-  let releaseGuard: (() => void) | null = null;
-  const startCpuWorker = async (why: string) => {
+  async startCpu(why: string): Promise<void> {
     console.log(`codegrep: ${why}; starting one in this process (bundling workflows)…`);
-    installRunLogger(config.runDir);
-    releaseGuard ??= guardWorkerProcess();
-    inProcessWorker = await createCpuWorker();
-    workerRun = inProcessWorker.worker.run();
-  };
-  try {
-    const needCpuWorker = options.worker && !(await hasPollers(client, temporalConfig.taskQueues.cpu));
-    const needGpuWorker =
-      options.worker &&
-      (config.stages.includes('training') ||
-        // A trained policy is served by the GPU worker (lib/policy-server), with or without a training stage.
-        (config.stages.includes('evaluation') && config.evaluation.retrievers.some((r) => r.kind === 'agent' && r.policy !== undefined))) &&
-      !(await hasPollers(client, temporalConfig.taskQueues.gpu, 'activity'));
-    // The terminal shows progress, one line per failure and the summary; the in-process workers' logs and the
-    // failures' full messages go to the run's log file.
-    const logFile = needCpuWorker || needGpuWorker ? installRunLogger(config.runDir) : openRunLog(config.runDir);
+    installRunLogger(this.runDir);
+    this.releaseGuard ??= guardWorkerProcess();
+    this.cpu = await createCpuWorker();
+    this.cpuRun = this.cpu.worker.run();
+  }
+
+  async startGpu(): Promise<void> {
     console.log(
-      `codegrep: ${needCpuWorker || needGpuWorker ? 'worker and SDK logs, and full failure messages' : 'full failure messages'} of this run: ${logFile}`,
+      `codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`,
     );
-    if (needCpuWorker) await startCpuWorker(`no live worker polls task queue ${temporalConfig.taskQueues.cpu}`);
+    this.releaseGuard ??= guardWorkerProcess();
+    this.gpu = await createGpuWorker();
+    this.gpuRun = this.gpu.worker.run();
+  }
 
-    if (needGpuWorker) {
-      console.log(
-        `codegrep: no GPU worker polls task queue ${temporalConfig.taskQueues.gpu}; training runs in this process, on this machine (start \`npm run worker:gpu\` on a GPU node instead for real runs).`,
-      );
-      releaseGuard ??= guardWorkerProcess();
-      gpuWorker = await createGpuWorker();
-      gpuWorkerRun = gpuWorker.worker.run();
+  async shutdown(): Promise<void> {
+    if (this.gpu) {
+      this.gpu.worker.shutdown();
+      await this.gpuRun;
+      await this.gpu.close();
     }
+    if (this.cpu) {
+      this.cpu.worker.shutdown();
+      await this.cpuRun;
+      await this.cpu.close();
+    }
+    this.releaseGuard?.();
+  }
+}
 
-    const workflowId = `${config.runId}/pipeline`;
-    const handle = await client.workflow.start('pipeline', {
-      taskQueue: temporalConfig.taskQueues.cpu,
-      workflowId,
-      args: [config],
-      // Re-running a config whose pipeline is still running attaches to it instead of starting a second one.
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      memo: { config: { runId: config.runId, recipe: config.recipe, stages: config.stages, judge: config.judge.mode } },
-      searchAttributes: {
-        [temporalConfig.searchAttributes.run]: [config.runId],
-        [temporalConfig.searchAttributes.recipe]: [config.recipe],
-        [temporalConfig.searchAttributes.stage]: ['starting'],
-      },
-    });
-    const webUi = `${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/workflows/${encodeURIComponent(workflowId)}`;
-    console.log(`codegrep: pipeline ${workflowId} (run ${handle.firstExecutionRunId})\n  Web UI: ${webUi}`);
-    // Never wait silently: a workflow task nobody picks up means the worker seen polling was not live.
-    const unclaimedFor = () => unclaimedWorkflowTaskMs(client, workflowId).catch(() => null);
-    const notLive = (waited: number) =>
-      `no worker has picked up the pipeline's workflow task for ${Math.round(waited / 1000)} s (the worker seen polling task queue ${temporalConfig.taskQueues.cpu} is not live)`;
-    if (options.detach) {
-      // Returning leaves nothing behind to run it: wait long enough to tell a user whose worker is dead.
-      for (let i = 0; !needCpuWorker && i < UNCLAIMED_TASK_MS / 1000 + 2; i++) {
-        await new Promise((r) => setTimeout(r, 1_000));
-        const waited = await unclaimedFor();
-        if (waited === null) break;
-        if (waited >= UNCLAIMED_TASK_MS) {
-          console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
-          break;
-        }
-      }
-      return 0;
+async function startPipeline(client: Client, config: ResolvedConfig) {
+  const workflowId = `${config.runId}/pipeline`;
+  const handle = await client.workflow.start('pipeline', {
+    taskQueue: temporalConfig.taskQueues.cpu,
+    workflowId,
+    args: [config],
+    // Re-running a config whose pipeline is still running attaches to it instead of starting a second one.
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    memo: { config: { runId: config.runId, recipe: config.recipe, stages: config.stages, judge: config.judge.mode } },
+    searchAttributes: {
+      [temporalConfig.searchAttributes.run]: [config.runId],
+      [temporalConfig.searchAttributes.recipe]: [config.recipe],
+      [temporalConfig.searchAttributes.stage]: ['starting'],
+    },
+  });
+  const webUi = `${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/workflows/${encodeURIComponent(workflowId)}`;
+  console.log(`codegrep: pipeline ${workflowId} (run ${handle.firstExecutionRunId})\n  Web UI: ${webUi}`);
+  return { handle, workflowId, webUi };
+}
+
+// Never wait silently: a workflow task nobody picks up means the worker seen polling was not live.
+const unclaimedFor = (client: Client, workflowId: string) => unclaimedWorkflowTaskMs(client, workflowId).catch(() => null);
+
+const notLive = (waited: number) =>
+  `no worker has picked up the pipeline's workflow task for ${Math.round(waited / 1000)} s (the worker seen polling task queue ${temporalConfig.taskQueues.cpu} is not live)`;
+
+/** Waits up to a little over UNCLAIMED_TASK_MS for a worker to pick up the pipeline's first task; says so if none does. */
+async function warnIfUnclaimed(client: Client, workflowId: string): Promise<void> {
+  for (let i = 0; i < UNCLAIMED_TASK_MS / 1000 + 2; i++) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    const waited = await unclaimedFor(client, workflowId);
+    if (waited === null) break;
+    if (waited >= UNCLAIMED_TASK_MS) {
+      console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
+      break;
     }
-    let watchdogDone = inProcessWorker !== null;
-    let watching: Promise<void> | null = null;
-    const watchdog = setInterval(() => {
-      if (watchdogDone || watching) return;
-      watching = (async () => {
-        const waited = await unclaimedFor();
-        if (waited === null || waited < UNCLAIMED_TASK_MS || watchdogDone) return;
-        watchdogDone = true;
-        if (options.worker) await startCpuWorker(notLive(waited));
-        else console.error(`codegrep: ${notLive(waited)}; start one with 'codegrep worker'.`);
-      })()
-        .catch((error: unknown) => console.error(`codegrep: could not start a worker in this process: ${rootMessage(error)}`))
-        .finally(() => (watching = null));
-    }, 1_000);
-    const view = new ProgressView();
-    const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
-    let result: PipelineResult;
-    try {
-      ({ result } = await pipelineOutcome(handle));
-    } catch (error) {
-      // Not a stage's failure (the pipeline itself failed, was cancelled or terminated): one line, then the log.
-      const message = rootMessage(error);
-      appendRunLog(`pipeline ${workflowId} did not finish: ${message}`);
-      console.error(
-        `codegrep: pipeline ${workflowId} did not finish: ${firstLine(message)}${logFile ? ` (full message in ${logFile})` : ''}`,
-      );
-      return 1;
-    } finally {
-      watchdogDone = true;
-      clearInterval(watchdog);
+  }
+}
+
+/**
+ * Checks each second whether the pipeline's workflow task has waited UNCLAIMED_TASK_MS for a worker, and the
+ * first time it has, calls onUnclaimed once with the reason. stop() waits for a call in progress.
+ */
+function watchUnclaimedTask(client: Client, workflowId: string, onUnclaimed: (why: string) => Promise<void>) {
+  let done = false;
+  let watching: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    if (done || watching) return;
+    watching = (async () => {
+      const waited = await unclaimedFor(client, workflowId);
+      if (waited === null || waited < UNCLAIMED_TASK_MS || done) return;
+      done = true;
+      await onUnclaimed(notLive(waited));
+    })()
+      .catch((error: unknown) => console.error(`codegrep: could not start a worker in this process: ${rootMessage(error)}`))
+      .finally(() => (watching = null));
+  }, 1_000);
+  return {
+    async stop(): Promise<void> {
+      done = true;
+      clearInterval(timer);
       await watching;
-      clearInterval(poll);
-      await drawProgress(client, workflowId, view);
-      view.stop();
-    }
-    for (const outcome of result.outcomes) if (outcome.reason) appendRunLog(`stage ${outcome.stage} ${outcome.status}: ${outcome.reason}`);
-    printResult(result, config.runDir, logFile);
-    console.log(
-      `\n${formatFinalScreen(result, { runDir: config.runDir, webUi, judgeMode: config.judge.mode, stages: config.stages, retrievers: config.evaluation.retrievers, toyTask: options.toyTask })}`,
+    },
+  };
+}
+
+/**
+ * Draws the stages' progress until the pipeline ends and returns its result; null when the pipeline itself did
+ * not finish (failed, cancelled or terminated, not a stage's failure), after one line on the terminal.
+ */
+async function followPipeline(
+  client: Client,
+  handle: WorkflowHandle,
+  workflowId: string,
+  logFile: string,
+  watchdog: { stop(): Promise<void> } | null,
+): Promise<PipelineResult | null> {
+  const view = new ProgressView();
+  const poll = setInterval(() => void drawProgress(client, workflowId, view), 500);
+  try {
+    return (await pipelineOutcome(handle)).result;
+  } catch (error) {
+    const message = rootMessage(error);
+    appendRunLog(`pipeline ${workflowId} did not finish: ${message}`);
+    console.error(
+      `codegrep: pipeline ${workflowId} did not finish: ${firstLine(message)}${logFile ? ` (full message in ${logFile})` : ''}`,
     );
-    // 3: the pipeline completed but some stage failed or was skipped (the table above says which and why).
-    return result.outcomes.every((o) => o.status === 'completed') ? 0 : 3;
+    return null;
   } finally {
-    if (gpuWorker) {
-      gpuWorker.worker.shutdown();
-      await gpuWorkerRun;
-      await gpuWorker.close();
-    }
-    if (inProcessWorker) {
-      inProcessWorker.worker.shutdown();
-      await workerRun;
-      await inProcessWorker.close();
-    }
-    releaseGuard?.();
-    await connection.close();
-    await closeRunLog();
+    await watchdog?.stop();
+    clearInterval(poll);
+    await drawProgress(client, workflowId, view);
+    view.stop();
   }
 }
 

@@ -203,8 +203,8 @@ function formatRows(rows: ScheduleRow[]): string {
   return lines.join('\n');
 }
 
-export async function scheduleCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+function parseScheduleArgs(args: string[]) {
+  return parseArgs({
     args,
     allowPositionals: true,
     options: {
@@ -216,37 +216,20 @@ export async function scheduleCommand(args: string[]): Promise<number> {
       note: { type: 'string' },
     },
   });
+}
+
+type ScheduleArgs = ReturnType<typeof parseScheduleArgs>['values'];
+
+export async function scheduleCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseScheduleArgs(args);
   const [action, name] = positionals;
   if (!action) throw new ConfigError(`usage:\n${USAGE}`);
   if (!['create', 'list', 'pause', 'unpause', 'trigger', 'delete'].includes(action))
     throw new ConfigError(`unknown schedule action "${action}"; usage:\n${USAGE}`);
   // Everything that can be checked without the server is checked first.
   let create: CreateScheduleOptions | null = null;
-  if (action === 'create') {
-    const scheduleName = checkScheduleName(name);
-    if (!values.config) throw new ConfigError(`codegrep schedule create needs --config <file>\n${USAGE}`);
-    const calendars = (values.calendar ?? []).map((text) => {
-      try {
-        return JSON.parse(text) as CalendarSpec;
-      } catch (error) {
-        throw new ConfigError(`--calendar ${text}: not JSON (${(error as Error).message}); e.g. '{"hour": 3, "minute": 0}'`);
-      }
-    });
-    const cron = values.cron ?? [];
-    if (cron.length === 0 && calendars.length === 0)
-      throw new ConfigError(`a schedule needs --cron "<min hour dom month dow>" or --calendar <json>\n${USAGE}`);
-    create = {
-      name: scheduleName,
-      config: prepareScheduledConfig(values.config, scheduleName),
-      cron,
-      calendars,
-      ...(values['catchup-window'] ? { catchupWindow: values['catchup-window'] } : {}),
-      paused: values.paused,
-      ...(values.note ? { note: values.note } : {}),
-    };
-  } else if (action !== 'list') {
-    checkScheduleName(name);
-  }
+  if (action === 'create') create = createOptions(name, values);
+  else if (action !== 'list') checkScheduleName(name);
   const unreachable = await probeTemporal();
   if (unreachable) {
     console.error(
@@ -257,39 +240,71 @@ export async function scheduleCommand(args: string[]): Promise<number> {
   const connection = await connectClient();
   const client = new Client({ connection, namespace: temporalConfig.namespace });
   try {
-    switch (action) {
-      case 'create': {
-        const { name: scheduleName, config } = create!;
-        await createEvaluationSchedule(client, create!);
-        console.log(
-          `codegrep: schedule ${scheduleName} created${values.paused ? ' (paused)' : ''}: evaluation of run ${config.runId} on task queue ${temporalConfig.taskQueues.cpu}, ` +
-            `reports in ${path.join(config.runDir, 'evaluation')}/<start time>/\n  Web UI: ${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/schedules/${encodeURIComponent(scheduleName)}`,
-        );
-        return 0;
-      }
-      case 'list':
-        console.log(formatRows(await listSchedules(client)));
-        return 0;
-      case 'pause':
-        await pauseSchedule(client, checkScheduleName(name), values.note);
-        console.log(`codegrep: schedule ${name} paused`);
-        return 0;
-      case 'unpause':
-        await unpauseSchedule(client, checkScheduleName(name), values.note);
-        console.log(`codegrep: schedule ${name} unpaused`);
-        return 0;
-      case 'trigger':
-        await triggerSchedule(client, checkScheduleName(name));
-        console.log(`codegrep: schedule ${name} triggered (codegrep schedule list shows the run)`);
-        return 0;
-      case 'delete':
-        await deleteSchedule(client, checkScheduleName(name));
-        console.log(`codegrep: schedule ${name} deleted`);
-        return 0;
-      default:
-        throw new Error(`unreachable: schedule action ${action}`);
-    }
+    if (create) return await createCommand(client, create);
+    return await scheduleAction(client, action, name, values.note);
   } finally {
     await connection.close();
+  }
+}
+
+/** `codegrep schedule create`'s options, every one checked (the config resolved) before the server is asked. */
+function createOptions(name: string | undefined, values: ScheduleArgs): CreateScheduleOptions {
+  const scheduleName = checkScheduleName(name);
+  if (!values.config) throw new ConfigError(`codegrep schedule create needs --config <file>\n${USAGE}`);
+  const calendars = (values.calendar ?? []).map((text) => {
+    try {
+      return JSON.parse(text) as CalendarSpec;
+    } catch (error) {
+      throw new ConfigError(`--calendar ${text}: not JSON (${(error as Error).message}); e.g. '{"hour": 3, "minute": 0}'`);
+    }
+  });
+  const cron = values.cron ?? [];
+  if (cron.length === 0 && calendars.length === 0)
+    throw new ConfigError(`a schedule needs --cron "<min hour dom month dow>" or --calendar <json>\n${USAGE}`);
+  return {
+    name: scheduleName,
+    config: prepareScheduledConfig(values.config, scheduleName),
+    cron,
+    calendars,
+    ...(values['catchup-window'] ? { catchupWindow: values['catchup-window'] } : {}),
+    paused: values.paused,
+    ...(values.note ? { note: values.note } : {}),
+  };
+}
+
+async function createCommand(client: Client, create: CreateScheduleOptions): Promise<number> {
+  const { name, config } = create;
+  await createEvaluationSchedule(client, create);
+  console.log(
+    `codegrep: schedule ${name} created${create.paused ? ' (paused)' : ''}: evaluation of run ${config.runId} on task queue ${temporalConfig.taskQueues.cpu}, ` +
+      `reports in ${path.join(config.runDir, 'evaluation')}/<start time>/\n  Web UI: ${temporalConfig.uiUrl}/namespaces/${temporalConfig.namespace}/schedules/${encodeURIComponent(name)}`,
+  );
+  return 0;
+}
+
+/** list, pause, unpause, trigger and delete. */
+async function scheduleAction(client: Client, action: string, name: string | undefined, note: string | undefined): Promise<number> {
+  switch (action) {
+    case 'list':
+      console.log(formatRows(await listSchedules(client)));
+      return 0;
+    case 'pause':
+      await pauseSchedule(client, checkScheduleName(name), note);
+      console.log(`codegrep: schedule ${name} paused`);
+      return 0;
+    case 'unpause':
+      await unpauseSchedule(client, checkScheduleName(name), note);
+      console.log(`codegrep: schedule ${name} unpaused`);
+      return 0;
+    case 'trigger':
+      await triggerSchedule(client, checkScheduleName(name));
+      console.log(`codegrep: schedule ${name} triggered (codegrep schedule list shows the run)`);
+      return 0;
+    case 'delete':
+      await deleteSchedule(client, checkScheduleName(name));
+      console.log(`codegrep: schedule ${name} deleted`);
+      return 0;
+    default:
+      throw new Error(`unreachable: schedule action ${action}`);
   }
 }

@@ -132,59 +132,12 @@ const estimate = (e: { value: number | null; ci: { low: number; high: number } |
  */
 export function formatFinalScreen(result: PipelineResult, context: FinalScreenContext): string {
   const rule = '═'.repeat(100);
-  const lines: string[] = [rule, `codegrep run ${result.runId}`];
-  const stageCells = result.outcomes.map((o) => {
-    const mark = o.status === 'completed' ? '✓' : o.status === 'failed' ? '✗ failed' : '– skipped';
-    const note =
-      o.stage === 'environment' && result.environment
-        ? ` (${result.environment.groundTruth.withGroundTruth} samples${result.environment.materialize.droppedSamples > 0 ? `, ${result.environment.materialize.droppedSamples} dropped` : ''})`
-        : o.stage === 'training' && result.training?.report.smokeRun
-          ? ' (SMOKE RUN: tiny random model, numbers mean nothing)'
-          : '';
-    return `${o.stage} ${mark}${note}`;
-  });
-  lines.push(`  stages     ${stageCells.join('  ·  ')}`);
+  const lines: string[] = [rule, `codegrep run ${result.runId}`, `  stages     ${stageCells(result).join('  ·  ')}`];
   if (context.toyTask) lines.push(`  toy        ${context.toyTask}`);
   const evaluation = result.evaluation;
   if (evaluation) {
-    const s = evaluation.summaryValues;
-    const confidence = Math.round(s.bootstrap.confidence * 100);
-    lines.push(
-      '',
-      `  Retrieval on ${s.instances} instances (${s.fileTarget} files; Fβ β = ${s.beta}; ${confidence} % bootstrap intervals, ${s.bootstrap.samples} resamples)`,
-    );
-    const header = ['retriever', `Fβ mean`, 'Fβ median', 'precision', 'recall', `Fβ≥${s.highQualityThreshold}`, 'file F1'];
-    const rows = s.retrievers.map((r) => [
-      `${r.name} (${r.kind}${r.failed ? `, ${r.failed} failed` : ''})`,
-      estimate(r.table2.fBetaMean),
-      estimate(r.table2.fBetaMedian),
-      estimate(r.table2.precision),
-      estimate(r.table2.recall),
-      estimate(r.table2.shareHighQuality),
-      estimate(r.table3.file.f1),
-    ]);
-    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-    const format = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
-    lines.push(format(header), format(widths.map((w) => '─'.repeat(w))), ...rows.map(format));
-    for (const failed of s.failedRetrievers) lines.push(`  ${failed.name}: failed — ${failed.reason}`);
-    for (const p of s.servedPolicies ?? []) {
-      const toy = result.training?.report.smokeRun && p.runId === result.runId ? ' — a toy model on a CPU: its numbers mean nothing' : '';
-      lines.push(
-        `  ${p.retriever}: checkpoint step ${p.step} of run ${p.runId} (${p.model}, ${p.backend}, adapter ${p.adapterSha256.slice(0, 12)})${toy}`,
-      );
-    }
-    for (const r of context.retrievers ?? []) {
-      if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
-      const corpus =
-        r.bm25Candidates === undefined
-          ? 'every file of the repository'
-          : `each instance's BM25 top-${r.bm25Candidates} files (the BM25 prefilter, not the papers' whole-repository dense baseline)`;
-      const chunks =
-        r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
-      lines.push(
-        `  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`,
-      );
-    }
+    lines.push(...retrievalTable(evaluation.summaryValues));
+    lines.push(...servedPolicyLines(result, evaluation.summaryValues), ...boundedDenseLines(context.retrievers ?? []));
     lines.push(
       '',
       `  report     ${evaluation.report.html}`,
@@ -196,24 +149,95 @@ export function formatFinalScreen(result: PipelineResult, context: FinalScreenCo
     `  Web UI     ${context.webUi}`,
     `  artifacts  ${context.runDir}/  (Parquet + manifest per stage: ${result.outcomes.map((o) => `${o.stage}/`).join(', ')})`,
   );
+  lines.push(...notRunLines(context));
+  lines.push(rule);
+  return lines.join('\n');
+}
+
+/** Each stage with its status, and what a reader must know about it (samples kept, a smoke run's meaningless numbers). */
+function stageCells(result: PipelineResult): string[] {
+  return result.outcomes.map((o) => {
+    const mark = o.status === 'completed' ? '✓' : o.status === 'failed' ? '✗ failed' : '– skipped';
+    const note =
+      o.stage === 'environment' && result.environment
+        ? ` (${result.environment.groundTruth.withGroundTruth} samples${result.environment.materialize.droppedSamples > 0 ? `, ${result.environment.materialize.droppedSamples} dropped` : ''})`
+        : o.stage === 'training' && result.training?.report.smokeRun
+          ? ' (SMOKE RUN: tiny random model, numbers mean nothing)'
+          : '';
+    return `${o.stage} ${mark}${note}`;
+  });
+}
+
+type EvaluationSummary = NonNullable<PipelineResult['evaluation']>['summaryValues'];
+
+/** The retrieval table, one row per retriever with bootstrap intervals, then the retrievers that failed. */
+function retrievalTable(s: EvaluationSummary): string[] {
+  const confidence = Math.round(s.bootstrap.confidence * 100);
+  const header = ['retriever', `Fβ mean`, 'Fβ median', 'precision', 'recall', `Fβ≥${s.highQualityThreshold}`, 'file F1'];
+  const rows = s.retrievers.map((r) => [
+    `${r.name} (${r.kind}${r.failed ? `, ${r.failed} failed` : ''})`,
+    estimate(r.table2.fBetaMean),
+    estimate(r.table2.fBetaMedian),
+    estimate(r.table2.precision),
+    estimate(r.table2.recall),
+    estimate(r.table2.shareHighQuality),
+    estimate(r.table3.file.f1),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const format = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
+  return [
+    '',
+    `  Retrieval on ${s.instances} instances (${s.fileTarget} files; Fβ β = ${s.beta}; ${confidence} % bootstrap intervals, ${s.bootstrap.samples} resamples)`,
+    format(header),
+    format(widths.map((w) => '─'.repeat(w))),
+    ...rows.map(format),
+    ...s.failedRetrievers.map((failed) => `  ${failed.name}: failed — ${failed.reason}`),
+  ];
+}
+
+/** Which checkpoint each trained policy served, flagged when it is this run's toy model. */
+function servedPolicyLines(result: PipelineResult, s: EvaluationSummary): string[] {
+  return (s.servedPolicies ?? []).map((p) => {
+    const toy = result.training?.report.smokeRun && p.runId === result.runId ? ' — a toy model on a CPU: its numbers mean nothing' : '';
+    return `  ${p.retriever}: checkpoint step ${p.step} of run ${p.runId} (${p.model}, ${p.backend}, adapter ${p.adapterSha256.slice(0, 12)})${toy}`;
+  });
+}
+
+/** How a dense retriever bounded for a CPU run was run, so its row is not read as the papers' baseline. */
+function boundedDenseLines(retrievers: NonNullable<FinalScreenContext['retrievers']>): string[] {
+  const lines: string[] = [];
+  for (const r of retrievers) {
+    if (r.kind !== 'dense' || (r.bm25Candidates === undefined && r.maxChunksPerFile === undefined)) continue;
+    const corpus =
+      r.bm25Candidates === undefined
+        ? 'every file of the repository'
+        : `each instance's BM25 top-${r.bm25Candidates} files (the BM25 prefilter, not the papers' whole-repository dense baseline)`;
+    const chunks =
+      r.maxChunksPerFile === undefined ? 'whole files' : `their first ${r.maxChunksPerFile} chunk${r.maxChunksPerFile > 1 ? 's' : ''}`;
+    lines.push(
+      `  ${r.name}: ${r.modelDir ? `${r.modelDir.split('/').filter(Boolean).pop()} ` : ''}embeddings of ${corpus}, ${chunks} (a bounded corpus for a CPU run)`,
+    );
+  }
+  return lines;
+}
+
+/** What needs an endpoint and was not run (the LLM judge, downstream injection), with the config lines that turn it on. */
+function notRunLines(context: FinalScreenContext): string[] {
   const missing: string[] = [];
   if (context.judgeMode === 'none') missing.push('the LLM judge');
   if (!context.stages.includes('downstream')) missing.push('downstream injection');
-  if (missing.length > 0) {
-    lines.push(
-      '',
-      `  Not run here: ${missing.join(' and ')} need an OpenAI-compatible endpoint. Turn them on in the config:`,
-      ...(context.judgeMode === 'none' ? ['    judge: { mode: llm, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B }'] : []),
-      ...(!context.stages.includes('downstream')
-        ? [
-            `    stages: [${[...context.stages, 'downstream'].join(', ')}]`,
-            '    downstream: { configurations: [{ name: none, source: none }, { name: bm25, source: predictions, k: 2 }], baseline: none,',
-            '                  agent: { kind: builtin, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B },',
-            '                  harness: { kind: swebench, … } }   # or local, with FAIL_TO_PASS / PASS_TO_PASS instances (README, Downstream)',
-          ]
-        : []),
-    );
-  }
-  lines.push(rule);
-  return lines.join('\n');
+  if (missing.length === 0) return [];
+  return [
+    '',
+    `  Not run here: ${missing.join(' and ')} need an OpenAI-compatible endpoint. Turn them on in the config:`,
+    ...(context.judgeMode === 'none' ? ['    judge: { mode: llm, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B }'] : []),
+    ...(!context.stages.includes('downstream')
+      ? [
+          `    stages: [${[...context.stages, 'downstream'].join(', ')}]`,
+          '    downstream: { configurations: [{ name: none, source: none }, { name: bm25, source: predictions, k: 2 }], baseline: none,',
+          '                  agent: { kind: builtin, baseUrl: http://localhost:8000/v1, model: Qwen/Qwen3-32B },',
+          '                  harness: { kind: swebench, … } }   # or local, with FAIL_TO_PASS / PASS_TO_PASS instances (README, Downstream)',
+        ]
+      : []),
+  ];
 }
