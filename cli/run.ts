@@ -6,7 +6,7 @@ import type { WorkflowProgress } from '../schemas/progress';
 import { resolveConfig, type ResolvedConfig } from '../lib/config';
 import { readConfigFile } from './config-file';
 import { startDevServer } from './dev-server';
-import { connectClient, isPlaintext, probeTemporal, TemporalUnreachableError } from '../workers/connection';
+import { connectClient, isPlaintext, probeTemporal, unreachableAdvice, TemporalUnreachableError } from '../workers/connection';
 import { liveProgress } from './live-progress';
 import { pipelineOutcome } from './pipeline-outcome';
 import { appendRunLog, closeRunLog, installRunLogger, openRunLog } from './run-log';
@@ -115,9 +115,7 @@ async function ensureTemporalServer(dataDir: string, embedded: boolean): Promise
   if (!unreachable) return true;
   // Only a plaintext local address with nothing listening may be the embedded dev server's to start.
   if (!embedded || !isLocal(address) || !isPlaintext() || !(unreachable instanceof TemporalUnreachableError)) {
-    console.error(
-      `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
-    );
+    console.error(unreachableAdvice(unreachable));
     return false;
   }
   console.log(`codegrep: starting the embedded Temporal dev server (state in ${path.join(dataDir, 'temporal.db')})…`);

@@ -20,7 +20,7 @@ import { resolveConfig, type ResolvedConfig } from '../lib/config';
 import { ConfigError } from '../schemas/config';
 import { activityTimeouts, temporalConfig } from '../temporal.config';
 import { readConfigFile } from './config-file';
-import { connectClient, probeTemporal } from '../workers/connection';
+import { connectClient, probeTemporal, unreachableAdvice } from '../workers/connection';
 
 const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const USAGE = `codegrep schedule create <name> --config <file> (--cron "0 3 * * *" | --calendar '{"hour":3}') [--catchup-window 1h] [--paused] [--note text]
@@ -232,9 +232,7 @@ export async function scheduleCommand(args: string[]): Promise<number> {
   else if (action !== 'list') checkScheduleName(name);
   const unreachable = await probeTemporal();
   if (unreachable) {
-    console.error(
-      `codegrep: ${unreachable.name}: ${unreachable.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`,
-    );
+    console.error(unreachableAdvice(unreachable));
     return 2;
   }
   const connection = await connectClient();

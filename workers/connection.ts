@@ -342,6 +342,11 @@ export async function probeTemporal(
   }
 }
 
+/** What a command prints when no server answers: the error, and how to get one (one wording for every command). */
+export function unreachableAdvice(error: TemporalConnectionError): string {
+  return `codegrep: ${error.name}: ${error.message}\n  Start a server with 'codegrep server' or set CODEGREP_TEMPORAL_ADDRESS (and the CODEGREP_TEMPORAL_TLS_* / API key variables for a secured cluster).`;
+}
+
 /** True when the settings ask for no TLS and no API key: a server the embedded dev server could be. */
 export function isPlaintext(overrides: Partial<TemporalConnectionSettings> = {}): boolean {
   const settings = temporalConnectionSettings(overrides);
