@@ -321,106 +321,123 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
   const lines = patch.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
 
-  const files: FilePatch[] = [];
-  let section: Section | null = null;
-  let inBinaryPatch = false;
+  const state: ParseState = { lines, files: [], section: null, inBinaryPatch: false };
   let i = 0;
+  while (i < lines.length) i = parseLineAt(state, i);
+  closeSection(state, lines.length);
+  if (state.files.length === 0) throw new PatchParseError(1, 'no file sections found (no `diff --git` or `---`/`+++` headers)');
+  return state.files;
+}
 
-  const closeSection = (endLine: number) => {
-    if (section) files.push(finishSection(section, endLine));
-    section = null;
-    inBinaryPatch = false;
-  };
+/** A parse under way: the patch's lines, the sections finished, the one open, and whether a binary payload is being skipped. */
+interface ParseState {
+  lines: string[];
+  files: FilePatch[];
+  section: Section | null;
+  inBinaryPatch: boolean;
+}
 
-  while (i < lines.length) {
-    const line = lines[i]!;
-    const lineNumber = i + 1;
+function closeSection(state: ParseState, endLine: number): void {
+  if (state.section) state.files.push(finishSection(state.section, endLine));
+  state.section = null;
+  state.inBinaryPatch = false;
+}
 
-    if (line.startsWith('diff --git ')) {
-      closeSection(lineNumber);
-      const paths = parseGitHeaderPaths(line.slice('diff --git '.length), lineNumber);
-      section = newSection(lineNumber);
-      section.gitA = paths.a;
-      section.gitB = paths.b;
-      i++;
-      continue;
-    }
+/** Reads the line at index `i` (with the lines a file header pair or a hunk takes); returns the index of the next one. */
+function parseLineAt(state: ParseState, i: number): number {
+  const line = state.lines[i]!;
+  const lineNumber = i + 1;
 
-    // A plain `---`/`+++` pair opens a section when it does not belong to the current git section.
-    if (line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ')) {
-      const current = section as Section | null;
-      if (current === null || current.minusPath !== undefined || current.hunks.length > 0 || current.isBinary) {
-        closeSection(lineNumber);
-        section = newSection(lineNumber);
-      }
-      const open = section as unknown as Section;
-      open.minusPath = parseFileLinePath(line.slice(4), lineNumber);
-      open.plusPath = parseFileLinePath(lines[i + 1]!.slice(4), lineNumber + 1);
-      i += 2;
-      continue;
-    }
-
-    if (line.startsWith('@@')) {
-      const open = section as Section | null;
-      if (open === null) throw new PatchParseError(lineNumber, `hunk header '${line}' appears before any file header`);
-      if (open.minusPath === undefined) {
-        throw new PatchParseError(lineNumber, `hunk header '${line}' has no '---'/'+++' file header before it`);
-      }
-      const m = HUNK_HEADER.exec(line);
-      if (!m) {
-        throw new PatchParseError(lineNumber, `malformed hunk header '${line}' (expected '@@ -a[,b] +c[,d] @@')`);
-      }
-      const hunk: Hunk = {
-        oldStart: Number(m[1]),
-        oldLines: m[2] === undefined ? 1 : Number(m[2]),
-        newStart: Number(m[3]),
-        newLines: m[4] === undefined ? 1 : Number(m[4]),
-        header: (m[5] ?? '').trim(),
-        lines: [],
-        oldNoNewlineAtEof: false,
-        newNoNewlineAtEof: false,
-      };
-      if (hunk.oldLines > 0 && hunk.oldStart === 0) {
-        throw new PatchParseError(lineNumber, `hunk header '${line}' starts at pre-image line 0 but removes lines`);
-      }
-      i = readHunkBody(lines, i + 1, hunk, line);
-      open.hunks.push(hunk);
-      continue;
-    }
-
-    const open = section as Section | null;
-    if (open !== null && open.minusPath === undefined && open.hunks.length === 0 && !inBinaryPatch) {
-      if (readExtendedHeader(open, line, lineNumber)) {
-        if (line === 'GIT binary patch') inBinaryPatch = true;
-        i++;
-        continue;
-      }
-    }
-    if (open !== null && line.startsWith('Binary files ') && line.endsWith(' differ')) {
-      open.isBinary = true;
-      i++;
-      continue;
-    }
-    if (open !== null && line === 'GIT binary patch') {
-      open.isBinary = true;
-      inBinaryPatch = true;
-      i++;
-      continue;
-    }
-    if (open !== null && open.hunks.length > 0 && !inBinaryPatch && /^[+ -]/.test(line) && line !== '-- ' && line !== '--') {
-      const last = open.hunks[open.hunks.length - 1]!;
-      throw new PatchParseError(
-        lineNumber,
-        `diff line '${line.slice(0, 60)}' after hunk '@@ -${last.oldStart},${last.oldLines} +${last.newStart},${last.newLines} @@' ` +
-          'was complete: the hunk header counts are wrong',
-      );
-    }
-    // Anything else (commit message, binary payload, blank separators, mail signature) is not diff content.
-    i++;
+  if (line.startsWith('diff --git ')) {
+    closeSection(state, lineNumber);
+    const paths = parseGitHeaderPaths(line.slice('diff --git '.length), lineNumber);
+    const section = newSection(lineNumber);
+    section.gitA = paths.a;
+    section.gitB = paths.b;
+    state.section = section;
+    return i + 1;
   }
-  closeSection(lines.length);
-  if (files.length === 0) throw new PatchParseError(1, 'no file sections found (no `diff --git` or `---`/`+++` headers)');
-  return files;
+
+  // A plain `---`/`+++` pair opens a section when it does not belong to the current git section.
+  if (line.startsWith('--- ') && state.lines[i + 1]?.startsWith('+++ ')) {
+    const current = state.section;
+    if (current === null || current.minusPath !== undefined || current.hunks.length > 0 || current.isBinary) {
+      closeSection(state, lineNumber);
+      state.section = newSection(lineNumber);
+    }
+    const open = state.section!;
+    open.minusPath = parseFileLinePath(line.slice(4), lineNumber);
+    open.plusPath = parseFileLinePath(state.lines[i + 1]!.slice(4), lineNumber + 1);
+    return i + 2;
+  }
+
+  if (line.startsWith('@@')) {
+    const open = state.section;
+    if (open === null) throw new PatchParseError(lineNumber, `hunk header '${line}' appears before any file header`);
+    if (open.minusPath === undefined) {
+      throw new PatchParseError(lineNumber, `hunk header '${line}' has no '---'/'+++' file header before it`);
+    }
+    const hunk = parseHunkHeader(line, lineNumber);
+    const next = readHunkBody(state.lines, i + 1, hunk, line);
+    open.hunks.push(hunk);
+    return next;
+  }
+
+  if (state.section !== null) readSectionLine(state, state.section, line, lineNumber);
+  // Anything else (commit message, binary payload, blank separators, mail signature) is not diff content.
+  return i + 1;
+}
+
+/** A hunk header `@@ -a[,b] +c[,d] @@ [section heading]`, as a hunk with no lines yet. */
+function parseHunkHeader(line: string, lineNumber: number): Hunk {
+  const m = HUNK_HEADER.exec(line);
+  if (!m) {
+    throw new PatchParseError(lineNumber, `malformed hunk header '${line}' (expected '@@ -a[,b] +c[,d] @@')`);
+  }
+  const hunk: Hunk = {
+    oldStart: Number(m[1]),
+    oldLines: m[2] === undefined ? 1 : Number(m[2]),
+    newStart: Number(m[3]),
+    newLines: m[4] === undefined ? 1 : Number(m[4]),
+    header: (m[5] ?? '').trim(),
+    lines: [],
+    oldNoNewlineAtEof: false,
+    newNoNewlineAtEof: false,
+  };
+  if (hunk.oldLines > 0 && hunk.oldStart === 0) {
+    throw new PatchParseError(lineNumber, `hunk header '${line}' starts at pre-image line 0 but removes lines`);
+  }
+  return hunk;
+}
+
+/**
+ * A line of an open section that is neither a file header nor a hunk: an extended git header, a binary marker,
+ * or a diff line past a complete hunk (an error: the hunk's counts are wrong). Other lines are left alone.
+ */
+function readSectionLine(state: ParseState, open: Section, line: string, lineNumber: number): void {
+  if (open.minusPath === undefined && open.hunks.length === 0 && !state.inBinaryPatch) {
+    if (readExtendedHeader(open, line, lineNumber)) {
+      if (line === 'GIT binary patch') state.inBinaryPatch = true;
+      return;
+    }
+  }
+  if (line.startsWith('Binary files ') && line.endsWith(' differ')) {
+    open.isBinary = true;
+    return;
+  }
+  if (line === 'GIT binary patch') {
+    open.isBinary = true;
+    state.inBinaryPatch = true;
+    return;
+  }
+  if (open.hunks.length > 0 && !state.inBinaryPatch && /^[+ -]/.test(line) && line !== '-- ' && line !== '--') {
+    const last = open.hunks[open.hunks.length - 1]!;
+    throw new PatchParseError(
+      lineNumber,
+      `diff line '${line.slice(0, 60)}' after hunk '@@ -${last.oldStart},${last.oldLines} +${last.newStart},${last.newLines} @@' ` +
+        'was complete: the hunk header counts are wrong',
+    );
+  }
 }
 
 /** Extended git headers; returns false when the line is not one. */

@@ -3,6 +3,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { hashConfig, writeBytesAtomically, writeParquetArtifact } from '../artifacts';
 import { LineTail, startProcessGroup } from '../process';
+import { TrainerProcessExitError } from '../training/exit-error';
 import { reapStaleTrainer, removePidFile, writePidFile } from '../training/trainer-pid-file';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import { RFT_SCHEMA_VERSION, RFT_SFT_METRICS_SCHEMA_NAME, rftSftStepColumns, type RftSft, type RftSftStepRow } from '../../schemas/rft';
@@ -45,14 +46,9 @@ export function sftLayout(runDir: string) {
 export class SftConfigError extends Error {
   override readonly name = 'SftConfigError';
 }
-export class SftExitError extends Error {
+/** trainer.sft exited non-zero or stopped early on its own; `permanent` when no retry can fix it. */
+export class SftExitError extends TrainerProcessExitError {
   override readonly name = 'SftExitError';
-  constructor(
-    message: string,
-    readonly permanent: boolean,
-  ) {
-    super(message);
-  }
 }
 export class SftCancelledError extends Error {
   override readonly name = 'SftCancelledError';
@@ -193,16 +189,7 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
     context.log.info('rft: the fine-tune is already done', { checkpoint: doneBefore.checkpoint });
     return { ...doneBefore.result, cached: true };
   }
-  // Checkpoints of another config (other examples, other settings) must not be resumed from.
-  const previous = await readFile(layout.config, 'utf8').then(
-    (text) => (JSON.parse(text) as { configHash?: string }).configHash,
-    () => undefined,
-  );
-  if (previous !== undefined && previous !== configHash) {
-    context.log.warn('rft: the fine-tune config changed; starting it afresh', { previous, configHash });
-    await rm(layout.output, { recursive: true, force: true });
-    await rm(layout.tokens, { force: true });
-  }
+  await discardOtherConfig(layout, configHash, context);
   if (!existsSync(input.python))
     throw new SftConfigError(`training.python: ${input.python} does not exist (run scripts/setup-python.sh on this node)`);
   if (!existsSync(path.join(input.modelDir, 'config.json')))
@@ -215,6 +202,40 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
   await writeFile(files.config, JSON.stringify(config, null, 2) + '\n');
 
   const resumeFrom = sftCheckpoints(input.runDir).at(-1) ?? null;
+  const trainer = await startSftTrainer(input, context, files);
+  await writePidFile(layout.pidFile, trainer.pid!, { segment: 0, attempt });
+  context.log.info('rft: trainer.sft started', { pid: trainer.pid, attempt, resumeFrom: resumeFrom?.step ?? 0, logs: files.stdout });
+
+  const outcome = await followSftTrainer(trainer, files, layout, context, resumeFrom?.step ?? null);
+  await throwUnlessDone(outcome, files, context);
+  return recordFinishedSft(input, layout, configHash, attempt);
+}
+
+/** Checkpoints of another config (other examples, other settings) must not be resumed from: they are removed. */
+async function discardOtherConfig(layout: ReturnType<typeof sftLayout>, configHash: string, context: SftContext): Promise<void> {
+  const previous = await readFile(layout.config, 'utf8').then(
+    (text) => (JSON.parse(text) as { configHash?: string }).configHash,
+    () => undefined,
+  );
+  if (previous !== undefined && previous !== configHash) {
+    context.log.warn('rft: the fine-tune config changed; starting it afresh', { previous, configHash });
+    await rm(layout.output, { recursive: true, force: true });
+    await rm(layout.tokens, { force: true });
+  }
+}
+
+/** An attempt's files: the config it ran with, its stdout (the event lines) and its stderr. */
+interface AttemptFiles {
+  config: string;
+  stdout: string;
+  stderr: string;
+}
+
+type SftTrainer = ReturnType<typeof startProcessGroup>;
+type SftExit = Awaited<SftTrainer['exited']>;
+
+/** Starts `python -m trainer.sft` in its own process group; a python that cannot start is a config error. */
+async function startSftTrainer(input: SftRunInput, context: SftContext, files: AttemptFiles): Promise<SftTrainer> {
   const trainer = startProcessGroup(input.python, ['-m', 'trainer.sft', '--config', files.config, '--resume', 'latest'], {
     cwd: context.projectRoot,
     env: { ...context.env, PYTHONUNBUFFERED: '1' },
@@ -228,13 +249,31 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
   } catch (error) {
     throw new SftConfigError(`cannot start ${input.python}: ${(error as Error).message}`);
   }
-  await writePidFile(layout.pidFile, trainer.pid!, { segment: 0, attempt });
-  context.log.info('rft: trainer.sft started', { pid: trainer.pid, attempt, resumeFrom: resumeFrom?.step ?? 0, logs: files.stdout });
+  return trainer;
+}
 
-  let step = resumeFrom?.step ?? 0;
-  let checkpointStep = resumeFrom?.step ?? null;
+interface SftOutcome {
+  exited: SftExit;
+  /** The last step reported. */
+  step: number;
   /** trainer.sft's last word: `done` (every step) or `stopped` (a SIGTERM: it checkpointed and exited 0). */
-  let finished: 'done' | 'stopped' | null = null;
+  finished: 'done' | 'stopped' | null;
+}
+
+/**
+ * Follows trainer.sft's event lines until it exits, reporting its step and newest checkpoint; a cancellation stops
+ * it. The pid file goes once it has exited (not when it could not be killed: the next attempt reaps it).
+ */
+async function followSftTrainer(
+  trainer: SftTrainer,
+  files: AttemptFiles,
+  layout: ReturnType<typeof sftLayout>,
+  context: SftContext,
+  resumedStep: number | null,
+): Promise<SftOutcome> {
+  let step = resumedStep ?? 0;
+  let checkpointStep = resumedStep;
+  let finished: SftOutcome['finished'] = null;
   context.onProgress({ step, checkpointStep });
   const onAbort = () => trainer.stop('cancelled');
   if (context.cancellation.aborted) onAbort();
@@ -250,7 +289,7 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
       if (['step', 'checkpoint', 'resumed'].includes(line.event)) context.onProgress({ step, checkpointStep });
     }
   };
-  let exit: Awaited<typeof trainer.exited> | null = null;
+  let exit: SftExit | null = null;
   void trainer.exited.then((e) => (exit = e));
   try {
     while (exit === null) {
@@ -260,9 +299,13 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
     await follow(true);
   } finally {
     context.cancellation.removeEventListener('abort', onAbort);
-    if (!(exit as Awaited<typeof trainer.exited> | null)?.unkillable) await removePidFile(layout.pidFile);
+    if (!(exit as SftExit | null)?.unkillable) await removePidFile(layout.pidFile);
   }
-  const exited = exit as unknown as Awaited<typeof trainer.exited>;
+  return { exited: exit as unknown as SftExit, step, finished: finished as SftOutcome['finished'] };
+}
+
+/** Throws unless trainer.sft ran its last step: cancelled, exited with an error, or stopped from outside. */
+async function throwUnlessDone({ exited, step, finished }: SftOutcome, files: AttemptFiles, context: SftContext): Promise<void> {
   if (exited.code !== 0) {
     if (context.cancellation.aborted) throw new SftCancelledError(`trainer.sft was stopped by a cancellation at step ${step}`);
     const stderr = await readFile(files.stderr, 'utf8').then(
@@ -280,6 +323,15 @@ export async function runSft(input: SftRunInput, context: SftContext): Promise<S
     // A SIGTERM from outside (a node shutting down): it checkpointed; the retry resumes from there.
     throw new SftExitError(`trainer.sft stopped at step ${step} before its last step (log ${files.stdout}); the retry resumes`, false);
   }
+}
+
+/** The finished fine-tune's result, once its checkpoint and tokens are there: its metrics written, then done.json. */
+async function recordFinishedSft(
+  input: SftRunInput,
+  layout: ReturnType<typeof sftLayout>,
+  configHash: string,
+  attempt: number,
+): Promise<SftRunResult> {
   const newest = sftCheckpoints(input.runDir).at(-1);
   if (!newest) throw new SftExitError(`trainer.sft exited 0 but left no complete checkpoint in ${layout.checkpoints}`, true);
   if (!existsSync(layout.tokens)) throw new SftExitError(`trainer.sft exited 0 but wrote no tokens_out ${layout.tokens}`, true);

@@ -5,6 +5,7 @@ import type { TrainSegmentResult } from '../../schemas/training/activity-io';
 import type { TrainSegmentInputSchema } from '../../schemas/training/activity-io';
 import type { z } from 'zod';
 import { newestCheckpoint } from './checkpoints';
+import { TrainerProcessExitError } from './exit-error';
 import { listSegments, segmentDir, trainingLayout } from './layout';
 import { initialSegmentState } from './trainer-events';
 import { reapStaleTrainer } from './trainer-pid-file';
@@ -24,14 +25,8 @@ export class SegmentConfigError extends Error {
 }
 
 /** The trainer exited non-zero on its own; `permanent` when its stderr says no retry can fix it. */
-export class TrainerExitError extends Error {
+export class TrainerExitError extends TrainerProcessExitError {
   override readonly name = 'TrainerExitError';
-  constructor(
-    message: string,
-    readonly permanent: boolean,
-  ) {
-    super(message);
-  }
 }
 
 /**

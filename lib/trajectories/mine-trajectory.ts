@@ -1,5 +1,5 @@
-import type { MinedCandidate, TrajectoryRow } from '../../schemas/mining';
-import { messageRole, messageText, messageToolCalls } from './chat-messages';
+import type { MinedCandidate, TrajectoryRow, ViewSkipReason } from '../../schemas/mining';
+import { messageRole, messageText, messageToolCalls, type ToolCall } from './chat-messages';
 import { classifyViewedPath } from './classify-path';
 import type { MiningTally } from './mining-tally';
 import { followingAssistantIndex, isErrorObservation, toolObservations } from './post-reasoning';
@@ -25,16 +25,8 @@ export function mineTrajectory(
 ): MinedCandidate[] {
   const trajectoryId = row.trajectory_id;
   const messages = row.trajectory;
-
-  const tokensByTurn = new Map<number, number>();
-  const tokensOf = (turn: number): number => {
-    let n = tokensByTurn.get(turn);
-    if (n === undefined) {
-      n = countTokens(messageText(messages[turn]));
-      tokensByTurn.set(turn, n);
-    }
-    return n;
-  };
+  const tokensOf = memoizedTurnTokens(messages, countTokens);
+  const mining: TrajectoryMining = { row, ordinal, tally };
 
   const byPath = new Map<string, Best>();
   let malformedMessages = 0;
@@ -42,43 +34,12 @@ export function mineTrajectory(
     const role = messageRole(messages[turn]);
     if (role === null) malformedMessages++;
     if (role !== 'assistant') continue;
-    const { calls, malformed } = messageToolCalls(messages[turn]);
-    if (malformed > 0)
-      tally.skipMessages('malformedToolCall', malformed, ordinal, trajectoryId, `message ${turn}: tool call without function name`);
-    let observationOf: ReturnType<typeof toolObservations> | undefined;
-    let reasoningTurn: number | undefined;
-    calls.forEach((call, position) => {
-      const view = readViewCall(call);
-      if (view.kind === 'notView') return;
-      tally.viewCalls++;
-      const where = `message ${turn}`;
-      if (view.kind === 'unreadableArguments') return tally.skipView('nonJsonArguments', ordinal, trajectoryId, `${where}: ${view.detail}`);
-      if (view.path === undefined) return tally.skipView('missingPath', ordinal, trajectoryId, `${where}: view without a path`);
-      const resolved = resolveWorkspacePath(view.path, row.repo);
-      if (resolved.kind === 'outsideRepo') return tally.skipView('outsideRepo', ordinal, trajectoryId, `${where}: ${view.path}`);
-      if (resolved.kind === 'repoMismatch') {
-        return tally.skipView('repoMismatch', ordinal, trajectoryId, `${where}: ${view.path} is not in a checkout of ${row.repo}`);
-      }
-      observationOf ??= toolObservations(messages, turn);
-      const observation = observationOf(call.id, position);
-      const kind = classifyViewedPath(view.path, resolved.relativePath, observation);
-      if (kind !== 'file') return tally.skipView(kind, ordinal, trajectoryId, `${where}: ${view.path}`);
-      if (isErrorObservation(observation)) {
-        return tally.skipView(
-          'errorObservation',
-          ordinal,
-          trajectoryId,
-          `${where}: ${observation!.trim().split('\n').slice(0, 2).join(' ').slice(0, 160)}`,
-        );
-      }
-      reasoningTurn ??= followingAssistantIndex(messages, turn);
-      if (reasoningTurn < 0) return tally.skipView('noFollowingAssistant', ordinal, trajectoryId, `${where}: ${view.path}`);
-
+    for (const { path, reasoningTurn } of mineAssistantTurn(mining, turn)) {
       tally.viewsMined++;
       const tokens = tokensOf(reasoningTurn);
-      const best = byPath.get(resolved.relativePath);
+      const best = byPath.get(path);
       if (best === undefined) {
-        byPath.set(resolved.relativePath, { firstTurnIndex: turn, postReasoningTurnIndex: reasoningTurn, tokens, viewCount: 1 });
+        byPath.set(path, { firstTurnIndex: turn, postReasoningTurnIndex: reasoningTurn, tokens, viewCount: 1 });
       } else {
         best.viewCount++;
         if (tokens > best.tokens) {
@@ -86,7 +47,7 @@ export function mineTrajectory(
           best.postReasoningTurnIndex = reasoningTurn;
         }
       }
-    });
+    }
   }
   tally.skipMessages('malformedMessage', malformedMessages, ordinal, trajectoryId, `${malformedMessages} message(s) without a string role`);
 
@@ -101,4 +62,82 @@ export function mineTrajectory(
     firstTurnIndex: best.firstTurnIndex,
     postReasoningTurnIndex: best.postReasoningTurnIndex,
   }));
+}
+
+/** The trajectory being mined, and where its skips are counted. */
+interface TrajectoryMining {
+  row: TrajectoryRow;
+  ordinal: number;
+  tally: MiningTally;
+}
+
+/** A message's token count, counted once per message however many views it follows. */
+function memoizedTurnTokens(messages: TrajectoryRow['trajectory'], countTokens: (text: string) => number): (turn: number) => number {
+  const tokensByTurn = new Map<number, number>();
+  return (turn) => {
+    let n = tokensByTurn.get(turn);
+    if (n === undefined) {
+      n = countTokens(messageText(messages[turn]));
+      tokensByTurn.set(turn, n);
+    }
+    return n;
+  };
+}
+
+/**
+ * The source files an assistant turn views, in call order, each with the turn of the reasoning that follows;
+ * every other view call is counted on the tally under its skip reason.
+ */
+function* mineAssistantTurn(mining: TrajectoryMining, turn: number): Generator<MinedView> {
+  const { row, ordinal, tally } = mining;
+  const { calls, malformed } = messageToolCalls(row.trajectory[turn]);
+  if (malformed > 0)
+    tally.skipMessages('malformedToolCall', malformed, ordinal, row.trajectory_id, `message ${turn}: tool call without function name`);
+  // Both are computed on the turn's first view that needs them, then shared by its other views.
+  const lazy: TurnFacts = { observationOf: undefined, reasoningTurn: undefined };
+  for (const [position, call] of calls.entries()) {
+    const outcome = mineViewCall(mining, turn, call, position, lazy);
+    if (outcome === null) continue;
+    if ('skip' in outcome) tally.skipView(outcome.skip, ordinal, row.trajectory_id, outcome.detail);
+    else yield outcome;
+  }
+}
+
+interface TurnFacts {
+  observationOf: ReturnType<typeof toolObservations> | undefined;
+  reasoningTurn: number | undefined;
+}
+
+type MinedView = { path: string; reasoningTurn: number };
+type SkippedView = { skip: ViewSkipReason; detail: string };
+
+/** One tool call: the source file it views and the reasoning turn after it, why it is skipped, or null when it is no view. */
+function mineViewCall(
+  { row, tally }: TrajectoryMining,
+  turn: number,
+  call: ToolCall,
+  position: number,
+  lazy: TurnFacts,
+): MinedView | SkippedView | null {
+  const view = readViewCall(call);
+  if (view.kind === 'notView') return null;
+  tally.viewCalls++;
+  const where = `message ${turn}`;
+  if (view.kind === 'unreadableArguments') return { skip: 'nonJsonArguments', detail: `${where}: ${view.detail}` };
+  if (view.path === undefined) return { skip: 'missingPath', detail: `${where}: view without a path` };
+  const resolved = resolveWorkspacePath(view.path, row.repo);
+  if (resolved.kind === 'outsideRepo') return { skip: 'outsideRepo', detail: `${where}: ${view.path}` };
+  if (resolved.kind === 'repoMismatch') {
+    return { skip: 'repoMismatch', detail: `${where}: ${view.path} is not in a checkout of ${row.repo}` };
+  }
+  lazy.observationOf ??= toolObservations(row.trajectory, turn);
+  const observation = lazy.observationOf(call.id, position);
+  const kind = classifyViewedPath(view.path, resolved.relativePath, observation);
+  if (kind !== 'file') return { skip: kind, detail: `${where}: ${view.path}` };
+  if (isErrorObservation(observation)) {
+    return { skip: 'errorObservation', detail: `${where}: ${observation!.trim().split('\n').slice(0, 2).join(' ').slice(0, 160)}` };
+  }
+  lazy.reasoningTurn ??= followingAssistantIndex(row.trajectory, turn);
+  if (lazy.reasoningTurn < 0) return { skip: 'noFollowingAssistant', detail: `${where}: ${view.path}` };
+  return { path: resolved.relativePath, reasoningTurn: lazy.reasoningTurn };
 }

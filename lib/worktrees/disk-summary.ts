@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { diskUsage } from './disk-usage';
+import { diskUsage, isDirectoryNoFollow } from './disk-usage';
 import { CLONE_MARKER } from './layout';
 import { parseRepoName, repoFromSlug, type RepoName } from './repo-name';
 
@@ -59,13 +59,7 @@ export async function diskSummary(opts: { cacheDir: string; worktreesDir: string
     let worktreeBytes = 0;
     for (const commit of await fs.readdir(trees).catch(() => [] as string[])) {
       const dir = path.join(trees, commit);
-      if (
-        !(await fs.lstat(dir).then(
-          (st) => st.isDirectory(),
-          () => false,
-        ))
-      )
-        continue;
+      if (!(await isDirectoryNoFollow(dir))) continue;
       worktrees += 1;
       worktreeBytes += await diskUsage(dir, { seen });
     }

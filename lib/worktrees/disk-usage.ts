@@ -42,3 +42,11 @@ export async function diskUsage(root: string, opts: { seen?: Set<string>; exclud
   }
   return total;
 }
+
+/** Whether `p` is a directory itself, not a link to one (false when it cannot be read). */
+export async function isDirectoryNoFollow(p: string): Promise<boolean> {
+  return fs.lstat(p).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
+}

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoLockPath } from './layout';
-import { withRepoLock, type LockOptions } from './repo-lock';
+import { processAlive, withRepoLock, type LockOptions } from './repo-lock';
 import { repoFromSlug } from './repo-name';
 
 /**
@@ -124,13 +124,4 @@ async function cacheDirOf(wt: string): Promise<string | undefined> {
   if (!gitdir) return undefined;
   const admin = path.resolve(wt, gitdir);
   return path.basename(path.dirname(admin)) === 'worktrees' ? path.dirname(path.dirname(path.dirname(admin))) : undefined;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -6,7 +6,7 @@ import { WorktreeError, errorCode, errorMessage } from './errors';
 import { holdWorktrees, type WorktreeHold } from './holds';
 import { worktreePath } from './layout';
 import { ensurePatchedCommit, ensurePatchedWorktree, type BugPatch } from './patched';
-import { parseCommit, parseRepoName } from './repo-name';
+import { parseCommit, parseRepoName, type RepoName } from './repo-name';
 import { ensureCommitInBareClone, ensureWorktree, type WorktreeOptions } from './worktree';
 
 export interface MaterializeProgress {
@@ -121,23 +121,45 @@ interface RepoWork {
   patches: Map<string, PatchWork>;
 }
 
+/** What the steps of one repository's materialization share: where results go, what a new worktree needs. */
+interface RepoRun {
+  repo: string;
+  name: RepoName;
+  opts: MaterializeOptions;
+  record: (keys: string[], r: WorktreeResult) => void;
+  ready: (made: { path: string; status: WorktreeResult['status'] }) => Promise<void>;
+}
+
 async function materializeRepo(
   repo: string,
-  { commits, patches }: RepoWork,
+  work: RepoWork,
   opts: MaterializeOptions,
   record: (keys: string[], r: WorktreeResult) => void,
   ready: (made: { path: string; status: WorktreeResult['status'] }) => Promise<void>,
 ): Promise<void> {
-  const name = parseRepoName(repo);
+  const run: RepoRun = { repo, name: parseRepoName(repo), opts, record, ready };
+  if (!(await cloneOrFailAll(run, work))) return;
+  const unreachable = await materializeCommits(run, work.commits);
+  await materializePatches(run, work.patches, unreachable);
+}
+
+/** Makes sure the bare clone exists; when it cannot be made, every request of the repository fails with its error. */
+async function cloneOrFailAll({ repo, name, opts, record }: RepoRun, { commits, patches }: RepoWork): Promise<boolean> {
   const clone = performance.now();
   try {
     await ensureBareClone(repo, opts.source ?? DEFAULT_REPO_SOURCE, opts.cacheDir, opts);
+    return true;
   } catch (e) {
     const ms = performance.now() - clone;
     for (const [commit, keys] of commits) record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, ms));
     for (const [sha, { keys }] of patches) record(keys, failed(repo, HEAD_COMMIT, '', e, ms, sha));
-    return;
+    return false;
   }
+}
+
+/** Records each commit's result; returns the error of a remote found unreachable, if one was. */
+async function materializeCommits(run: RepoRun, commits: Map<string, string[]>): Promise<WorktreeError | null> {
+  const { repo, name, opts, record } = run;
   // A repository that turns out unreachable at its first fetch fails its remaining commits with that error,
   // instead of asking the same dead remote once per commit.
   let unreachable: WorktreeError | null = null;
@@ -152,19 +174,30 @@ async function materializeRepo(
       continue;
     }
     try {
-      if (opts.checkout === false) {
-        const c = await ensureCommitInBareClone(repo, commit, opts);
-        record(keys, { ...NOT_PATCHED, repo, commit, path: c.path, status: c.status, ms: c.ms, bytes: c.bytes, error: null });
-        continue;
-      }
-      const w = await ensureWorktree(repo, commit, opts);
-      await ready(w);
-      record(keys, { ...NOT_PATCHED, repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null });
+      record(keys, await materializeCommit(run, commit));
     } catch (e) {
       if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
       record(keys, failed(repo, commit, worktreePath(opts.worktreesDir, name, commit), e, performance.now() - t0));
     }
   }
+  return unreachable;
+}
+
+/** One commit: its worktree, or with `checkout: false` the commit in the bare clone. */
+async function materializeCommit({ repo, opts, ready }: RepoRun, commit: string): Promise<WorktreeResult> {
+  if (opts.checkout === false) {
+    const c = await ensureCommitInBareClone(repo, commit, opts);
+    return { ...NOT_PATCHED, repo, commit, path: c.path, status: c.status, ms: c.ms, bytes: c.bytes, error: null };
+  }
+  const w = await ensureWorktree(repo, commit, opts);
+  await ready(w);
+  return { ...NOT_PATCHED, repo, commit, path: w.path, status: w.status, ms: w.ms, bytes: w.bytes, error: null };
+}
+
+/** Records each bug patch's result; after an unreachable remote (from the commits or a patch) the rest fail with it. */
+async function materializePatches(run: RepoRun, patches: Map<string, PatchWork>, unreachableBefore: WorktreeError | null): Promise<void> {
+  const { repo, opts, record } = run;
+  let unreachable = unreachableBefore;
   for (const [sha, { patch, keys }] of patches) {
     const t0 = performance.now();
     if (opts.signal?.aborted || unreachable) {
@@ -172,43 +205,47 @@ async function materializeRepo(
       continue;
     }
     try {
-      if (opts.checkout === false) {
-        // No checkout: the patched commit in the bare clone is what BM25 and dense read.
-        const c = await ensurePatchedCommit(repo, patch, opts);
-        const ms = performance.now() - t0;
-        record(keys, {
-          ...NOT_PATCHED,
-          repo,
-          commit: c.commit,
-          path: c.path,
-          status: 'reused',
-          ms,
-          bytes: 0,
-          error: null,
-          bugPatchSha256: sha,
-          patchedFrom: c.patchedFrom,
-        });
-        continue;
-      }
-      const w = await ensurePatchedWorktree(repo, patch, opts);
-      await ready(w);
-      record(keys, {
-        repo,
-        commit: w.commit,
-        path: w.path,
-        status: w.status,
-        ms: w.ms,
-        bytes: w.bytes,
-        error: null,
-        errorCode: null,
-        bugPatchSha256: sha,
-        patchedFrom: w.patchedFrom,
-      });
+      record(keys, await materializePatch(run, sha, patch, t0));
     } catch (e) {
       if (e instanceof WorktreeError && e.code === 'repo-unreachable') unreachable = e;
       record(keys, failed(repo, HEAD_COMMIT, '', e, performance.now() - t0, sha));
     }
   }
+}
+
+/** One bug patch applied to the head: its worktree, or with `checkout: false` the patched commit alone. */
+async function materializePatch({ repo, opts, ready }: RepoRun, sha: string, patch: BugPatch, t0: number): Promise<WorktreeResult> {
+  if (opts.checkout === false) {
+    // No checkout: the patched commit in the bare clone is what BM25 and dense read.
+    const c = await ensurePatchedCommit(repo, patch, opts);
+    const ms = performance.now() - t0;
+    return {
+      ...NOT_PATCHED,
+      repo,
+      commit: c.commit,
+      path: c.path,
+      status: 'reused',
+      ms,
+      bytes: 0,
+      error: null,
+      bugPatchSha256: sha,
+      patchedFrom: c.patchedFrom,
+    };
+  }
+  const w = await ensurePatchedWorktree(repo, patch, opts);
+  await ready(w);
+  return {
+    repo,
+    commit: w.commit,
+    path: w.path,
+    status: w.status,
+    ms: w.ms,
+    bytes: w.bytes,
+    error: null,
+    errorCode: null,
+    bugPatchSha256: sha,
+    patchedFrom: w.patchedFrom,
+  };
 }
 
 const NOT_PATCHED = { errorCode: null, bugPatchSha256: null, patchedFrom: null };

@@ -53,19 +53,10 @@ const PATCH_COMMIT_ENV = {
 
 /** The worktree of `repo`'s head with `patch` applied, made or reused under the repository's lock. */
 export async function ensurePatchedWorktree(repo: string, patch: BugPatch, opts: WorktreeOptions): Promise<EnsuredPatchedWorktree> {
-  const name = parseRepoName(repo);
-  const source = parseRepoSource(opts.source ?? DEFAULT_REPO_SOURCE);
-  return withRepoLock(
-    repoLockPath(opts.cacheDir, name),
-    async () => {
-      const { path: bare } = await ensureBareCloneLocked(name, source, opts.cacheDir, opts);
-      const head = await resolveHeadLocked(name, bare, source, opts);
-      const patched = await ensurePatchedCommitLocked(name, bare, head, patch, opts);
-      const w = await ensureWorktreeLocked(name, patched, source, opts);
-      return { ...w, patchedFrom: head, bugPatchSha256: patch.sha256 };
-    },
-    { ...opts.lock, signal: opts.signal },
-  );
+  return withPatchedCommit(repo, patch, opts, async ({ name, source, head, commit }) => {
+    const w = await ensureWorktreeLocked(name, commit, source, opts);
+    return { ...w, patchedFrom: head, bugPatchSha256: patch.sha256 };
+  });
 }
 
 /**
@@ -77,6 +68,30 @@ export async function ensurePatchedCommit(
   patch: BugPatch,
   opts: WorktreeOptions,
 ): Promise<{ path: string; commit: string; patchedFrom: string; bugPatchSha256: string }> {
+  return withPatchedCommit(repo, patch, opts, async ({ bare, head, commit }) => ({
+    path: bare,
+    commit,
+    patchedFrom: head,
+    bugPatchSha256: patch.sha256,
+  }));
+}
+
+interface PatchedCommitLocked {
+  name: RepoName;
+  source: RepoSource;
+  /** The bare repository, its pinned head, and the patched commit made from it. */
+  bare: string;
+  head: string;
+  commit: string;
+}
+
+/** Makes or reuses the patched commit under the repository's lock, then runs `use` still holding the lock. */
+async function withPatchedCommit<T>(
+  repo: string,
+  patch: BugPatch,
+  opts: WorktreeOptions,
+  use: (locked: PatchedCommitLocked) => Promise<T>,
+): Promise<T> {
   const name = parseRepoName(repo);
   const source = parseRepoSource(opts.source ?? DEFAULT_REPO_SOURCE);
   return withRepoLock(
@@ -85,7 +100,7 @@ export async function ensurePatchedCommit(
       const { path: bare } = await ensureBareCloneLocked(name, source, opts.cacheDir, opts);
       const head = await resolveHeadLocked(name, bare, source, opts);
       const commit = await ensurePatchedCommitLocked(name, bare, head, patch, opts);
-      return { path: bare, commit, patchedFrom: head, bugPatchSha256: patch.sha256 };
+      return use({ name, source, bare, head, commit });
     },
     { ...opts.lock, signal: opts.signal },
   );

@@ -138,7 +138,8 @@ function isStale(seen: SeenLock, staleAfterMs: number): boolean {
   return !processAlive(seen.body.pid);
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process of this host has id `pid` (one we may not signal still runs). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_REPO_SOURCE, type RepoSource } from '../../schemas/worktrees';
 import { ensureBareCloneLocked, ensureCommitLocked, localOpts, type CommitSource, type GitTimeouts } from './bare-clone';
-import { diskUsage } from './disk-usage';
+import { diskUsage, isDirectoryNoFollow } from './disk-usage';
 import { WorktreeError } from './errors';
 import { git, runGit } from './git';
 import { WORKTREE_MARKER, repoLockPath, worktreePath } from './layout';
@@ -256,13 +256,7 @@ export async function removeInterruptedAdds(bare: string, worktreesDir: string):
     );
   for (const id of await fs.readdir(admin).catch(() => [] as string[])) {
     const entry = path.join(admin, id);
-    if (
-      !(await fs.lstat(entry).then(
-        (st) => st.isDirectory(),
-        () => false,
-      ))
-    )
-      continue;
+    if (!(await isDirectoryNoFollow(entry))) continue;
     const [gitdir = '', commondir = '', head = ''] = await Promise.all(
       ['gitdir', 'commondir', 'HEAD'].map((f) => read(path.join(entry, f))),
     );

@@ -1,5 +1,5 @@
 import { BINARY_SNIFF_BYTES } from './params';
-import type { TermTable } from './term-table';
+import { grownInt32, type TermTable } from './term-table';
 import { scanTokens } from './tokenizer';
 
 /**
@@ -34,12 +34,8 @@ export class BlobCounter {
   private readonly countToken = (units: Uint16Array, length: number, hash: number): void => {
     const id = this.vocabulary.intern(units, 0, length, hash);
     if (id >= this.termCount.length) {
-      const count = new Int32Array(id * 2);
-      count.set(this.termCount);
-      this.termCount = count;
-      const seen = new Int32Array(id * 2).fill(-1);
-      seen.set(this.termSeenIn);
-      this.termSeenIn = seen;
+      this.termCount = grownInt32(this.termCount, id * 2, 0);
+      this.termSeenIn = grownInt32(this.termSeenIn, id * 2, -1);
     }
     if (this.termSeenIn[id] !== this.documents) {
       this.termSeenIn[id] = this.documents;

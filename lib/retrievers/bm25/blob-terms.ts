@@ -1,10 +1,8 @@
 import * as arrow from 'apache-arrow';
-import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { hashConfig } from '../../artifacts/config-hash';
-import { readParquetTable } from '../../artifacts/read-parquet';
 import { writeParquetArtifact } from '../../artifacts/write-parquet';
+import { loadSegments, newSegmentPath } from '../blob-segments';
 import { BlobCounter, joinTerms, type BlobTerms, type CountedBlob } from './blob-counter';
 import { BINARY_SNIFF_BYTES } from './params';
 import { FNV_PRIME, HASH_SEED, TermTable } from './term-table';
@@ -87,19 +85,7 @@ export class BlobTermStore {
   static async open(dir: string | null): Promise<BlobTermStore> {
     const store = new BlobTermStore(dir);
     if (dir === null) return store;
-    const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return [] as string[];
-      throw error;
-    });
-    for (const name of names.filter((n) => n.startsWith('terms-') && n.endsWith('.parquet')).sort()) {
-      try {
-        store.load(await readParquetTable(path.join(dir, name)));
-        store.stats.segmentsRead++;
-      } catch {
-        // A segment that cannot be decoded only costs its blobs being tokenized again.
-        store.stats.segmentsUnreadable++;
-      }
-    }
+    await loadSegments(dir, 'terms', (table) => store.load(table), store.stats);
     return store;
   }
 
@@ -141,10 +127,7 @@ export class BlobTermStore {
     if (this.dir === null || blobs.length === 0) return 0;
     // Blobs added while this segment is written go to the next one.
     this.unsaved = [];
-    const file = path.join(
-      this.dir,
-      `terms-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,
-    );
+    const file = newSegmentPath(this.dir, 'terms');
     try {
       await writeParquetArtifact({
         path: file,

@@ -67,3 +67,22 @@ export async function listCommitFiles(
   skipped.sort((a, b) => compare(a.path, b.path));
   return { commit, files, skipped, listed: entries.length };
 }
+
+/**
+ * Parts a commit's listed files into its documents (in their order) and the files skipped: the listing's own,
+ * and each one `isBinary` says is not text, by path.
+ */
+export function separateBinaryFiles(
+  files: readonly CommitFile[],
+  listingSkipped: readonly SkippedFile[],
+  isBinary: (f: CommitFile) => boolean,
+): { documents: CommitFile[]; skipped: SkippedFile[] } {
+  const skipped = [...listingSkipped];
+  const documents = files.filter((f) => {
+    if (!isBinary(f)) return true;
+    skipped.push({ path: f.path, reason: 'binary' });
+    return false;
+  });
+  skipped.sort((a, b) => compare(a.path, b.path));
+  return { documents, skipped };
+}

@@ -1,6 +1,6 @@
 import { readBlobs, type BlobReader } from '../../worktrees/cat-file';
 import type { BlobTermStore, CountedBlob } from './blob-terms';
-import { listCommitFiles, type CommitFile, type CommitFiles } from './commit-files';
+import { listCommitFiles, separateBinaryFiles, type CommitFile, type CommitFiles } from './commit-files';
 import { sharedTokenizerPool, type TokenizerPool } from './tokenizer-pool';
 import { buildBm25IndexOf, type Bm25Index, type Bm25Options } from './retriever';
 import type { SkippedFile, WorktreeScanOptions } from './worktree';
@@ -122,13 +122,7 @@ export async function indexCommit(
   const { tokenized, bytes, threads } = await tokenizeMissingBlobs(store, reader, listing.files, opts);
   await store.flush();
   const t2 = performance.now();
-  const skipped = [...listing.skipped];
-  const documents = listing.files.filter((f) => {
-    if (!store.get(f.blob)!.binary) return true;
-    skipped.push({ path: f.path, reason: 'binary' });
-    return false;
-  });
-  skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const { documents, skipped } = separateBinaryFiles(listing.files, listing.skipped, (f) => store.get(f.blob)!.binary);
   const index = buildBm25IndexOf(
     documents,
     (f) => f.path,

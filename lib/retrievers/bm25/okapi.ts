@@ -1,5 +1,5 @@
 import { BM25_B, BM25_EPSILON, BM25_K1 } from './params';
-import { TermTable, termHash } from './term-table';
+import { TermTable, grownInt32, termHash } from './term-table';
 import { scanTokens } from './tokenizer';
 
 /**
@@ -93,12 +93,8 @@ export class OkapiBuilder {
   /** Counts `times` occurrences of term `id` in the current document. */
   private countTerm(id: number, times: number): void {
     if (id >= this.termCount.length) {
-      const count = new Int32Array(id * 2);
-      count.set(this.termCount);
-      this.termCount = count;
-      const seen = new Int32Array(id * 2).fill(-1);
-      seen.set(this.termSeenIn);
-      this.termSeenIn = seen;
+      this.termCount = grownInt32(this.termCount, id * 2, 0);
+      this.termSeenIn = grownInt32(this.termSeenIn, id * 2, -1);
     }
     this.currentLength += times;
     if (this.termSeenIn[id] !== this.documentCount) {

@@ -32,6 +32,16 @@ export function unitsToString(units: Uint16Array, start: number, end: number): s
   return text;
 }
 
+/**
+ * `array`'s entries in a new array of `size` (> its length), the rest `fill`: the scratch arrays indexed by term id
+ * grow with the vocabulary.
+ */
+export function grownInt32(array: Int32Array, size: number, fill: number): Int32Array<ArrayBuffer> {
+  const grown = new Int32Array(size).fill(fill);
+  grown.set(array);
+  return grown;
+}
+
 export class TermTable {
   /** Open-addressing slots, two ints each: the term's hash and its id + 1 (0 = empty). */
   private slots = new Int32Array(2 << 12);

@@ -1,10 +1,8 @@
 import * as arrow from 'apache-arrow';
-import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { hashConfig } from '../../artifacts/config-hash';
-import { readParquetTable } from '../../artifacts/read-parquet';
 import { writeParquetArtifact } from '../../artifacts/write-parquet';
+import { loadSegments, newSegmentPath } from '../blob-segments';
 import type { ChunkSettings } from './dense-index';
 import type { CachedChunk } from './embedding-cache';
 import type { EmbeddingModel } from './embedding-model';
@@ -68,19 +66,7 @@ export class BlobEmbeddingStore {
   static async open(dir: string | null, settingsHash: string, dimension: number): Promise<BlobEmbeddingStore> {
     const store = new BlobEmbeddingStore(dir, settingsHash, dimension);
     if (dir === null) return store;
-    const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return [] as string[];
-      throw error;
-    });
-    for (const name of names.filter((n) => n.startsWith('emb-') && n.endsWith('.parquet')).sort()) {
-      try {
-        store.load(await readParquetTable(path.join(dir, name)));
-        store.stats.segmentsRead++;
-      } catch {
-        // A segment that cannot be decoded only costs its blobs being embedded again.
-        store.stats.segmentsUnreadable++;
-      }
-    }
+    await loadSegments(dir, 'emb', (table) => store.load(table), store.stats);
     return store;
   }
 
@@ -109,10 +95,7 @@ export class BlobEmbeddingStore {
   async flush(): Promise<number> {
     const blobs = this.unsaved;
     if (this.dir === null || blobs.length === 0) return 0;
-    const file = path.join(
-      this.dir,
-      `emb-${Date.now().toString().padStart(14, '0')}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,
-    );
+    const file = newSegmentPath(this.dir, 'emb');
     await writeParquetArtifact({
       path: file,
       schemaName: BLOB_EMBEDDINGS_SCHEMA,

@@ -1,6 +1,6 @@
 import { readBlobs, type BlobReader } from '../../worktrees/cat-file';
 import { BINARY_SNIFF_BYTES } from '../bm25/params';
-import { listCommitFiles, type CommitFile } from '../bm25/commit-files';
+import { listCommitFiles, separateBinaryFiles, type CommitFile } from '../bm25/commit-files';
 import type { SkippedFile, WorktreeScanOptions } from '../bm25/worktree';
 import type { BlobEmbeddingStore } from './blob-embeddings';
 import { assembleDenseIndex, embedFileChunks, type ChunkSettings, type DenseIndex } from './dense-index';
@@ -114,13 +114,7 @@ export async function indexCommitDense(
   const t1 = performance.now();
   const { embedded, chunks } = await embedMissingBlobs(store, reader, model, settings, candidates, opts);
   const t2 = performance.now();
-  const skipped = [...listing.skipped];
-  const documents = candidates.filter((f) => {
-    if (store.get(f.blob) !== null) return true;
-    skipped.push({ path: f.path, reason: 'binary' });
-    return false;
-  });
-  skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const { documents, skipped } = separateBinaryFiles(candidates, listing.skipped, (f) => store.get(f.blob) === null);
   const index = assembleDenseIndex(
     commit,
     model,

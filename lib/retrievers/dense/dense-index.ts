@@ -9,6 +9,7 @@ import {
   writeEmbeddingCache,
   type CachedChunk,
   type CachedFile,
+  type CacheRead,
   type CacheReadStatus,
 } from './embedding-cache';
 import { contentWindow, embedTokenSequences, wrapTokens, type EmbeddingModel } from './embedding-model';
@@ -180,20 +181,8 @@ export async function buildDenseIndex(
   opts: DenseIndexOptions = {},
 ): Promise<DenseIndex> {
   const { window, overlap, maxChunks } = chunkSettings(model, opts);
-  const filesPerGroup = opts.filesPerGroup ?? DEFAULT_FILES_PER_GROUP;
-  if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1)
-    throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
-  const checkpointMs = (opts.checkpointSeconds ?? DEFAULT_CHECKPOINT_SECONDS) * 1000;
-  if (!(checkpointMs >= 0)) throw new RangeError(`checkpointSeconds must be a number >= 0, got ${opts.checkpointSeconds}`);
-  const paths: string[] = [];
-  const seen = new Set<string>();
-  for (const file of files) {
-    const normalized = normalizeRepoPath(file.path);
-    if (normalized === '') throw new Error(`buildDenseIndex: file #${paths.length} has an empty path (${JSON.stringify(file.path)})`);
-    if (seen.has(normalized)) throw new Error(`buildDenseIndex: path ${JSON.stringify(normalized)} appears twice`);
-    seen.add(normalized);
-    paths.push(normalized);
-  }
+  const { filesPerGroup, checkpointMs } = groupingOptions(opts);
+  const paths = uniqueNormalizedPaths(files);
   const shas = files.map((f) => sha256Text(f.content));
 
   const settings = { model: model.fingerprint, window, overlap, maxChunksPerFile: Number.isFinite(maxChunks) ? maxChunks : null };
@@ -201,19 +190,7 @@ export async function buildDenseIndex(
   const cachePath = opts.cacheDir === undefined ? undefined : embeddingCachePath(opts.cacheDir, hashConfig(settings), commit);
   const cached = cachePath === undefined ? undefined : await readEmbeddingCache(cachePath, configHash);
 
-  const entries = new Array<CachedFile>(files.length);
-  const toEmbed: number[] = [];
-  files.forEach((_, i) => {
-    const hit = cached?.files.get(paths[i]!);
-    if (
-      hit !== undefined &&
-      hit.contentSha256 === shas[i] &&
-      hit.chunks.length > 0 &&
-      hit.chunks.every((c) => c.embedding.length === model.dimension)
-    ) {
-      entries[i] = hit;
-    } else toEmbed.push(i);
-  });
+  const { entries, toEmbed } = reuseCachedFiles(paths, shas, cached, model.dimension);
   const inIndex = new Set(paths);
   const otherCached: [string, CachedFile][] = opts.subsetOfCommit && cached ? [...cached.files].filter(([p]) => !inIndex.has(p)) : [];
   const entriesSoFar = (): [string, CachedFile][] => [
@@ -221,35 +198,23 @@ export async function buildDenseIndex(
     ...paths.flatMap((p, i): [string, CachedFile][] => (entries[i] ? [[p, entries[i]]] : [])),
   ];
 
-  let embeddedTokens = 0;
-  let lastWrite = Date.now();
-  if (toEmbed.length === 0) opts.onProgress?.({ filesDone: files.length, filesTotal: files.length });
-  for (let from = 0; from < toEmbed.length; from += filesPerGroup) {
-    const group = toEmbed.slice(from, from + filesPerGroup);
-    const embeddedGroup = await embedFileChunks(
-      model,
-      group.map((i) => files[i]!.content),
-      { window, overlap, maxChunks, batchSize: opts.batchSize ?? model.batchSize },
-    );
-    group.forEach((i, g) => {
-      entries[i] = { contentSha256: shas[i]!, chunks: embeddedGroup.chunks[g]! };
-    });
-    embeddedTokens += embeddedGroup.tokens;
-    const more = from + group.length < toEmbed.length;
-    if (cachePath !== undefined && more && Date.now() - lastWrite >= checkpointMs) {
-      await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
-      lastWrite = Date.now();
-    }
-    opts.onProgress?.({ filesDone: files.length - toEmbed.length + from + group.length, filesTotal: files.length });
-  }
+  const embeddedTokens = await embedUncachedFiles({
+    model,
+    files,
+    shas,
+    toEmbed,
+    entries,
+    settings: { window, overlap, maxChunks, batchSize: opts.batchSize ?? model.batchSize },
+    filesPerGroup,
+    checkpointMs,
+    checkpoint: cachePath === undefined ? undefined : () => writeEmbeddingCache(cachePath, configHash, entriesSoFar()),
+    onProgress: opts.onProgress,
+  });
 
   let written = false;
-  if (cachePath !== undefined && cached !== undefined) {
-    const sameFileSet = (opts.subsetOfCommit || cached.files.size === files.length) && paths.every((p) => cached.files.has(p));
-    if (toEmbed.length > 0 || !sameFileSet || cached.status !== 'read') {
-      await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
-      written = true;
-    }
+  if (cachePath !== undefined && cached !== undefined && cacheOutdated(cached, paths, toEmbed.length, opts.subsetOfCommit)) {
+    await writeEmbeddingCache(cachePath, configHash, entriesSoFar());
+    written = true;
   }
 
   return {
@@ -266,4 +231,102 @@ export async function buildDenseIndex(
           : { path: cachePath, read: cached.status, ...(cached.reason === undefined ? {} : { reason: cached.reason }), written },
     },
   };
+}
+
+/** The group size and checkpoint interval of `opts`, validated. */
+function groupingOptions(opts: DenseIndexOptions): { filesPerGroup: number; checkpointMs: number } {
+  const filesPerGroup = opts.filesPerGroup ?? DEFAULT_FILES_PER_GROUP;
+  if (!Number.isInteger(filesPerGroup) || filesPerGroup < 1)
+    throw new RangeError(`filesPerGroup must be a positive integer, got ${filesPerGroup}`);
+  const checkpointMs = (opts.checkpointSeconds ?? DEFAULT_CHECKPOINT_SECONDS) * 1000;
+  if (!(checkpointMs >= 0)) throw new RangeError(`checkpointSeconds must be a number >= 0, got ${opts.checkpointSeconds}`);
+  return { filesPerGroup, checkpointMs };
+}
+
+/** The files' paths, normalized; an empty or repeated one is an error. */
+function uniqueNormalizedPaths(files: readonly SourceFile[]): string[] {
+  const paths: string[] = [];
+  const seen = new Set<string>();
+  for (const file of files) {
+    const normalized = normalizeRepoPath(file.path);
+    if (normalized === '') throw new Error(`buildDenseIndex: file #${paths.length} has an empty path (${JSON.stringify(file.path)})`);
+    if (seen.has(normalized)) throw new Error(`buildDenseIndex: path ${JSON.stringify(normalized)} appears twice`);
+    seen.add(normalized);
+    paths.push(normalized);
+  }
+  return paths;
+}
+
+/**
+ * The cached chunks of each file whose content is unchanged (same sha256, whole chunks of the model's dimension),
+ * and the indexes of the files left to embed.
+ */
+function reuseCachedFiles(
+  paths: readonly string[],
+  shas: readonly string[],
+  cached: CacheRead | undefined,
+  dimension: number,
+): { entries: CachedFile[]; toEmbed: number[] } {
+  const entries = new Array<CachedFile>(paths.length);
+  const toEmbed: number[] = [];
+  paths.forEach((_, i) => {
+    const hit = cached?.files.get(paths[i]!);
+    if (
+      hit !== undefined &&
+      hit.contentSha256 === shas[i] &&
+      hit.chunks.length > 0 &&
+      hit.chunks.every((c) => c.embedding.length === dimension)
+    ) {
+      entries[i] = hit;
+    } else toEmbed.push(i);
+  });
+  return { entries, toEmbed };
+}
+
+interface EmbedWork {
+  model: EmbeddingModel;
+  files: readonly SourceFile[];
+  shas: readonly string[];
+  /** Indexes into `files` of those to embed; their `entries` are filled in group by group. */
+  toEmbed: readonly number[];
+  entries: CachedFile[];
+  settings: ChunkSettings;
+  filesPerGroup: number;
+  checkpointMs: number;
+  /** Writes the cache with what is embedded so far; undefined: no cache. */
+  checkpoint: (() => Promise<void>) | undefined;
+  onProgress: DenseIndexOptions['onProgress'];
+}
+
+/** Embeds the files left to embed, a group at a time, checkpointing the cache on the way; returns their content tokens. */
+async function embedUncachedFiles(work: EmbedWork): Promise<number> {
+  const { files, toEmbed, entries, filesPerGroup } = work;
+  let embeddedTokens = 0;
+  let lastWrite = Date.now();
+  if (toEmbed.length === 0) work.onProgress?.({ filesDone: files.length, filesTotal: files.length });
+  for (let from = 0; from < toEmbed.length; from += filesPerGroup) {
+    const group = toEmbed.slice(from, from + filesPerGroup);
+    const embeddedGroup = await embedFileChunks(
+      work.model,
+      group.map((i) => files[i]!.content),
+      work.settings,
+    );
+    group.forEach((i, g) => {
+      entries[i] = { contentSha256: work.shas[i]!, chunks: embeddedGroup.chunks[g]! };
+    });
+    embeddedTokens += embeddedGroup.tokens;
+    const more = from + group.length < toEmbed.length;
+    if (work.checkpoint !== undefined && more && Date.now() - lastWrite >= work.checkpointMs) {
+      await work.checkpoint();
+      lastWrite = Date.now();
+    }
+    work.onProgress?.({ filesDone: files.length - toEmbed.length + from + group.length, filesTotal: files.length });
+  }
+  return embeddedTokens;
+}
+
+/** Whether the cache file must be written again: files were embedded, its file set differs, or it was not read cleanly. */
+function cacheOutdated(cached: CacheRead, paths: readonly string[], embeddedFiles: number, subsetOfCommit: boolean | undefined): boolean {
+  const sameFileSet = (subsetOfCommit || cached.files.size === paths.length) && paths.every((p) => cached.files.has(p));
+  return embeddedFiles > 0 || !sameFileSet || cached.status !== 'read';
 }

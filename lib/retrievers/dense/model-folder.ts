@@ -138,21 +138,55 @@ async function onnxFiles(onnxPath: string): Promise<string[]> {
 }
 
 export async function readModelFolder(dir: string, overrides: ModelFolderOverrides = {}): Promise<ModelFolder> {
+  const resolved = await existingDirectory(dir);
+  const onnxPath = await findOnnxGraph(resolved);
+  const { tokenizerJsonPath, tokenizerJson, tokenizerConfig } = await readTokenizer(resolved);
+  const files = [...(await onnxFiles(onnxPath)), tokenizerJsonPath];
+
+  const stConfig = await readOptionalJson(resolved, 'config_sentence_transformers.json', SentenceTransformersConfigSchema);
+  const queryPrompt = overrides.queryPrompt ?? stConfig?.prompts?.['query'] ?? '';
+  const documentPrompt = overrides.documentPrompt ?? stConfig?.prompts?.['document'] ?? stConfig?.prompts?.['passage'] ?? '';
+
+  const { pooling, normalize } = await readPipeline(resolved, overrides, queryPrompt !== '' || documentPrompt !== '', files);
+  const maxSequenceLength = await readMaxSequenceLength(resolved, overrides, tokenizerConfig);
+  for (const relative of ['tokenizer_config.json', 'config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json']) {
+    if (await isFile(path.join(resolved, relative))) files.push(path.join(resolved, relative));
+  }
+
+  return {
+    dir: resolved,
+    onnxPath,
+    tokenizerJsonPath,
+    tokenizerJson,
+    tokenizerConfig,
+    pooling,
+    normalize,
+    maxSequenceLength,
+    queryPrompt,
+    documentPrompt,
+    files: [...new Set(files)].sort(),
+  };
+}
+
+/** `dir` resolved, once it is known to be a directory. */
+async function existingDirectory(dir: string): Promise<string> {
   const resolved = path.resolve(dir);
   const dirStat = await stat(resolved).catch(() => undefined);
   if (!dirStat) throw new ModelFolderError(`embedding model directory ${resolved} does not exist`);
   if (!dirStat.isDirectory()) throw new ModelFolderError(`embedding model directory ${resolved} is not a directory`);
+  return resolved;
+}
 
+async function findOnnxGraph(resolved: string): Promise<string> {
   const onnxCandidates = ['model.onnx', 'onnx/model.onnx'];
-  let onnxPath: string | undefined;
   for (const candidate of onnxCandidates) {
-    if (await isFile(path.join(resolved, candidate))) {
-      onnxPath = path.join(resolved, candidate);
-      break;
-    }
+    if (await isFile(path.join(resolved, candidate))) return path.join(resolved, candidate);
   }
-  if (!onnxPath) throw new ModelFolderError(`embedding model ${resolved}: no ONNX graph (looked for ${onnxCandidates.join(' and ')})`);
+  throw new ModelFolderError(`embedding model ${resolved}: no ONNX graph (looked for ${onnxCandidates.join(' and ')})`);
+}
 
+/** tokenizer.json (required) and tokenizer_config.json ({} when absent). */
+async function readTokenizer(resolved: string): Promise<Pick<ModelFolder, 'tokenizerJsonPath' | 'tokenizerJson' | 'tokenizerConfig'>> {
   const tokenizerJsonPath = path.join(resolved, 'tokenizer.json');
   if (!(await isFile(tokenizerJsonPath))) {
     throw new ModelFolderError(`embedding model ${resolved}: tokenizer.json is missing (a HF tokenizers file is required)`);
@@ -164,31 +198,23 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
     await readJson(resolved, 'tokenizer.json'),
   );
   const tokenizerConfig = (await readOptionalJson(resolved, 'tokenizer_config.json', z.record(z.string(), z.unknown()))) ?? {};
-  const files = [...(await onnxFiles(onnxPath)), tokenizerJsonPath];
-  const note = async (relative: string): Promise<void> => {
-    if (await isFile(path.join(resolved, relative))) files.push(path.join(resolved, relative));
-  };
+  return { tokenizerJsonPath, tokenizerJson, tokenizerConfig };
+}
 
-  const stConfig = await readOptionalJson(resolved, 'config_sentence_transformers.json', SentenceTransformersConfigSchema);
-  const queryPrompt = overrides.queryPrompt ?? stConfig?.prompts?.['query'] ?? '';
-  const documentPrompt = overrides.documentPrompt ?? stConfig?.prompts?.['document'] ?? stConfig?.prompts?.['passage'] ?? '';
-
+/**
+ * The pooling and normalisation: the overrides, and what modules.json (and its Pooling module's config) says for
+ * what they leave out. The configs read are added to `files`.
+ */
+async function readPipeline(
+  resolved: string,
+  overrides: ModelFolderOverrides,
+  hasPrompt: boolean,
+  files: string[],
+): Promise<Pick<ModelFolder, 'pooling' | 'normalize'>> {
   let pooling = overrides.pooling ? [...overrides.pooling] : undefined;
   let normalize = overrides.normalize;
   if (pooling === undefined || normalize === undefined) {
-    if (!(await isFile(path.join(resolved, 'modules.json')))) {
-      throw new ModelFolderError(
-        `embedding model ${resolved}: modules.json is missing, so the pooling and normalisation are unknown (or pass pooling and normalize explicitly)`,
-      );
-    }
-    const modules = parseWith(resolved, 'modules.json', ModulesSchema, await readJson(resolved, 'modules.json'));
-    const kinds = modules.map((m) => m.type.split('.').pop()!);
-    const unsupported = modules.filter((_, i) => !SUPPORTED_MODULES.has(kinds[i]!)).map((m) => m.type);
-    if (unsupported.length > 0) {
-      throw new ModelFolderError(
-        `embedding model ${resolved}: modules.json lists modules this retriever cannot run: ${unsupported.join(', ')}`,
-      );
-    }
+    const { modules, kinds } = await readModules(resolved);
     normalize ??= kinds.includes('Normalize');
     if (pooling === undefined) {
       const poolingModule = modules[kinds.indexOf('Pooling')];
@@ -199,13 +225,39 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
         throw new ModelFolderError(`embedding model ${resolved}: ${relative} is missing (the Pooling module's config)`);
       }
       const config = parseWith(resolved, relative, PoolingConfigSchema, await readJson(resolved, relative));
-      pooling = poolingFromConfig(resolved, relative, config, queryPrompt !== '' || documentPrompt !== '');
+      pooling = poolingFromConfig(resolved, relative, config, hasPrompt);
       files.push(path.join(resolved, relative));
     }
     files.push(path.join(resolved, 'modules.json'));
   }
   if (pooling.length === 0) throw new ModelFolderError(`embedding model ${resolved}: the pooling override is empty`);
+  return { pooling, normalize };
+}
 
+/** modules.json and each module's kind (the last segment of its class path), once every kind is one this retriever runs. */
+async function readModules(resolved: string): Promise<{ modules: z.infer<typeof ModulesSchema>; kinds: string[] }> {
+  if (!(await isFile(path.join(resolved, 'modules.json')))) {
+    throw new ModelFolderError(
+      `embedding model ${resolved}: modules.json is missing, so the pooling and normalisation are unknown (or pass pooling and normalize explicitly)`,
+    );
+  }
+  const modules = parseWith(resolved, 'modules.json', ModulesSchema, await readJson(resolved, 'modules.json'));
+  const kinds = modules.map((m) => m.type.split('.').pop()!);
+  const unsupported = modules.filter((_, i) => !SUPPORTED_MODULES.has(kinds[i]!)).map((m) => m.type);
+  if (unsupported.length > 0) {
+    throw new ModelFolderError(
+      `embedding model ${resolved}: modules.json lists modules this retriever cannot run: ${unsupported.join(', ')}`,
+    );
+  }
+  return { modules, kinds };
+}
+
+/** The override, else sentence_bert_config.json's, else the smaller plausible limit of the tokenizer and the model. */
+async function readMaxSequenceLength(
+  resolved: string,
+  overrides: ModelFolderOverrides,
+  tokenizerConfig: Record<string, unknown>,
+): Promise<number> {
   const sbert = await readOptionalJson(resolved, 'sentence_bert_config.json', SentenceBertConfigSchema);
   const transformer = await readOptionalJson(resolved, 'config.json', TransformerConfigSchema);
   const tokenizerLimit = parseWith(resolved, 'tokenizer_config.json', TokenizerConfigSchema, tokenizerConfig).model_max_length;
@@ -224,20 +276,5 @@ export async function readModelFolder(dir: string, overrides: ModelFolderOverrid
   if (!Number.isInteger(maxSequenceLength) || maxSequenceLength < 2) {
     throw new ModelFolderError(`embedding model ${resolved}: maximum sequence length must be an integer >= 2, got ${maxSequenceLength}`);
   }
-  for (const relative of ['tokenizer_config.json', 'config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json'])
-    await note(relative);
-
-  return {
-    dir: resolved,
-    onnxPath,
-    tokenizerJsonPath,
-    tokenizerJson,
-    tokenizerConfig,
-    pooling,
-    normalize,
-    maxSequenceLength,
-    queryPrompt,
-    documentPrompt,
-    files: [...new Set(files)].sort(),
-  };
+  return maxSequenceLength;
 }
