@@ -13,6 +13,7 @@ import {
   type EvaluateShardInput,
   type EvaluateShardOutput,
 } from '../schemas/evaluation';
+import type { RetrieverConfig } from '../schemas/evaluation/config';
 import { invalidInput, ProgressReporter, rethrowPredictorFailure, type ActivityDeps } from './kit';
 
 async function countFailed(uri: string): Promise<number> {
@@ -30,6 +31,9 @@ export function makeEvaluateShard(deps: Pick<ActivityDeps, 'env'>): (input: Eval
   return (input) => evaluateShard(deps, input);
 }
 
+/** The input as parsed (defaults filled in). */
+type ShardInput = ReturnType<typeof EvaluateShardInputSchema.parse>;
+
 /** `evaluateShard` with the worker's deps: an agent retriever's API key is read from `deps.env`. */
 async function evaluateShard(deps: Pick<ActivityDeps, 'env'>, rawInput: EvaluateShardInput): Promise<EvaluateShardOutput> {
   const input = EvaluateShardInputSchema.parse(rawInput);
@@ -46,13 +50,13 @@ async function evaluateShard(deps: Pick<ActivityDeps, 'env'>, rawInput: Evaluate
     shardCount: input.shardCount,
   });
   const expectation = { schemaName: EVALUATION_SHARD_SCHEMA_NAME, schemaVersion: EVALUATION_SCHEMA_VERSION, inputs, configHash };
+  const outcome = { retriever: plan.name, shardIndex: input.shardIndex };
 
   const cached = await findCachedArtifact(shardPath, expectation);
   if (cached) {
     log.info('evaluation shard: cache hit', { retriever: plan.name, shard: input.shardIndex });
     return {
-      retriever: plan.name,
-      shardIndex: input.shardIndex,
+      ...outcome,
       shard: cached,
       cached: true,
       instances: cached.rows,
@@ -61,6 +65,18 @@ async function evaluateShard(deps: Pick<ActivityDeps, 'env'>, rawInput: Evaluate
     };
   }
 
+  const rows = await predictShard(deps, input, retriever);
+  const ref = await writeParquetArtifact({ ...expectation, path: shardPath, arrowSchema: evaluationShardArrowSchema, rows });
+  const failed = rows.filter((r) => r.failed).length;
+  log.info('evaluation shard: done', { retriever: plan.name, shard: input.shardIndex, instances: rows.length, failed });
+  return { ...outcome, shard: ref, cached: false, instances: rows.length, failed, ms: Date.now() - started };
+}
+
+/**
+ * Predicts and scores every instance of the shard with the retriever's predictor, heartbeating the count done;
+ * the predictor is closed and the shard's worktrees released whatever happens.
+ */
+async function predictShard(deps: Pick<ActivityDeps, 'env'>, input: ShardInput, retriever: RetrieverConfig): Promise<ScoredPrediction[]> {
   const loaded = await loadEvaluationInstances(input.samples.uri, input.evaluation.instances);
   const shard = shardOf(loaded.instances, input.evaluation.shardSize, input.shardIndex);
   // Heartbeats carry the shard's progress to the CLI and the UI's pending-activity view; the workflow counts finished shards.
@@ -76,39 +92,18 @@ async function evaluateShard(deps: Pick<ActivityDeps, 'env'>, rawInput: Evaluate
     heartbeat.close();
     return rethrowPredictorFailure(error);
   });
-  const unit = `instances of ${plan.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
-  let rows: ScoredPrediction[];
+  const unit = `instances of ${retriever.name} shard ${input.shardIndex + 1}/${input.shardCount}`;
   // The shard's worktrees are in use while it runs: no disk budget prunes them (lib/worktrees/holds.ts).
   const hold = await holdWorktrees(shard.flatMap((i) => (i.worktreePath ? [i.worktreePath] : [])));
   try {
-    rows = await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) =>
+    return await predictAndScore(shard, predictor, input.evaluation.fileTarget, (done) =>
       heartbeat.report({ stage: 'predict', done, total: shard.length, unit, counts: {} }),
     );
   } catch (error) {
-    rethrowPredictorFailure(error);
+    return rethrowPredictorFailure(error);
   } finally {
     heartbeat.close();
     await predictor.close();
     await hold.release();
   }
-  const ref = await writeParquetArtifact({
-    path: shardPath,
-    schemaName: EVALUATION_SHARD_SCHEMA_NAME,
-    schemaVersion: EVALUATION_SCHEMA_VERSION,
-    arrowSchema: evaluationShardArrowSchema,
-    rows,
-    inputs,
-    configHash,
-  });
-  const failed = rows.filter((r) => r.failed).length;
-  log.info('evaluation shard: done', { retriever: plan.name, shard: input.shardIndex, instances: rows.length, failed });
-  return {
-    retriever: plan.name,
-    shardIndex: input.shardIndex,
-    shard: ref,
-    cached: false,
-    instances: rows.length,
-    failed,
-    ms: Date.now() - started,
-  };
 }

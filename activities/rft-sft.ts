@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import * as rft from '../lib/rft';
 import { FineTuneHeartbeatSchema, FineTuneRftInputSchema, type FineTuneRftInput, type FineTuneRftOutput } from '../schemas/rft';
 import { captureActivityLog, configError, type ActivityDeps } from './kit';
+import { keepHeartbeating, trainerExitFailure } from './kit/trainer';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -26,7 +27,7 @@ async function fineTuneRft(deps: Pick<ActivityDeps, 'env' | 'logger'>, rawInput:
   if (previous.success) log.info('rft: retrying the fine-tune from its last heartbeat', { heartbeat: latest });
   const beat = () => (log.ended ? undefined : context.heartbeat(latest));
   beat();
-  const keepAlive = setInterval(beat, Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
+  const stopHeartbeats = keepHeartbeating(context, beat);
   try {
     return await rft.runSft(input, {
       projectRoot,
@@ -41,15 +42,10 @@ async function fineTuneRft(deps: Pick<ActivityDeps, 'env' | 'logger'>, rawInput:
   } catch (error) {
     if (error instanceof rft.SftCancelledError) throw new CancelledFailure(error.message);
     if (error instanceof rft.SftConfigError) throw configError(error.message);
-    if (error instanceof rft.SftExitError)
-      throw ApplicationFailure.create({
-        type: error.permanent ? 'TrainerConfigError' : 'TrainerFailed',
-        nonRetryable: error.permanent,
-        message: error.message,
-      });
+    if (error instanceof rft.SftExitError) throw trainerExitFailure(error);
     throw error;
   } finally {
-    clearInterval(keepAlive);
+    stopHeartbeats();
     log.end();
   }
 }

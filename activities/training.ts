@@ -6,6 +6,7 @@ import { TrainSegmentInputSchema, TrainingHeartbeatSchema } from '../schemas/tra
 import type { TrainSegmentInput, TrainSegmentResult, TrainingHeartbeat, TrainingProgress } from '../schemas/training/activity-io';
 import { TRAINING_MESSAGES } from '../schemas/training/messages';
 import { captureActivityLog, configError, invalidInput, nonRetryable, type ActivityDeps } from './kit';
+import { keepHeartbeating, trainerExitFailure } from './kit/trainer';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -61,7 +62,7 @@ async function trainSegment(
     signal,
   });
   progress.heartbeat();
-  const keepAlive = setInterval(() => progress.heartbeat(), Math.max(200, (context.info.heartbeatTimeoutMs ?? 60_000) / 3));
+  const stopHeartbeats = keepHeartbeating(context, () => progress.heartbeat());
   const cancelReason = () =>
     context.cancellationSignal.reason instanceof CancelledFailure ? context.cancellationSignal.reason.message : 'CANCELLED';
   try {
@@ -87,16 +88,10 @@ async function trainSegment(
     // Retryable: the retry may land on another node; on this one it tries to stop the stuck process first.
     if (error instanceof training.TrainerUnkillableError)
       throw ApplicationFailure.create({ type: 'TrainerUnkillable', message: error.message });
-    if (error instanceof training.TrainerExitError) {
-      throw ApplicationFailure.create({
-        type: error.permanent ? 'TrainerConfigError' : 'TrainerFailed',
-        nonRetryable: error.permanent,
-        message: error.message,
-      });
-    }
+    if (error instanceof training.TrainerExitError) throw trainerExitFailure(error);
     throw error;
   } finally {
-    clearInterval(keepAlive);
+    stopHeartbeats();
     log.end();
   }
 }

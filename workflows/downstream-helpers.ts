@@ -11,6 +11,7 @@ import type {
 import type { DownstreamConfig } from '../schemas/downstream/config';
 import type { StageProgress } from '../schemas/progress';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { missingSection } from './helpers';
 
 // The downstream workflow's parts that are not the pipeline itself: activity options, the lanes, the notes.
 
@@ -20,12 +21,9 @@ const RUN_CLEANUP_GRACE_MS = 2 * 60_000;
 /** The config's `downstream` section; without one the workflow cannot run (a ConfigError, as validateConfig's). */
 export function requireDownstreamSection(config: { downstream?: DownstreamConfig }): DownstreamConfig {
   if (config.downstream) return config.downstream;
-  throw ApplicationFailure.create({
-    type: 'ConfigError',
-    nonRetryable: true,
-    message:
-      'invalid config workflow input:\n  downstream: required to run the downstream stage ({ configurations, baseline, agent, harness })',
-  });
+  throw missingSection(
+    'invalid config workflow input:\n  downstream: required to run the downstream stage ({ configurations, baseline, agent, harness })',
+  );
 }
 
 /** The stage's activities: plan and summary with the stage's timeouts, each pair with the run's own limit. */

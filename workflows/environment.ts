@@ -1,11 +1,10 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { RUN_ARTIFACTS } from '../lib/paths/run-artifacts';
 import type { ArtifactRef } from '../schemas/artifact-ref';
 import type { PipelineConfigInput } from '../schemas/config';
 import { checkoutsNeeded, type EnvironmentResult, type MaterializeSummary } from '../schemas/environment';
 import { activityOptions } from './activity-options';
-import { trackedStep, validatedConfig } from './helpers';
+import { stageSamples, trackedStep, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
 
 export const environmentStages = ['worktrees', 'ground-truth'] as const;
@@ -25,14 +24,11 @@ const materializeNote = (m: MaterializeSummary) =>
  */
 export async function environment(input: EnvironmentInput): Promise<EnvironmentResult> {
   const { config, overrides } = await validatedConfig(input);
-  const { findRunArtifact } = proxyActivities<Activities>(activityOptions('short'));
   const { materializeWorktrees, deriveGroundTruth } = proxyActivities<Activities>(activityOptions('worktrees', overrides));
 
   const tracker = new StageTracker(config.runId, config.recipe, environmentStages);
   const common = { runId: config.runId, runDir: config.runDir };
-  const samples =
-    input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.catmSamples, producedBy: 'catm' }));
+  const samples = await stageSamples(input, config.runDir, 'catm');
 
   // BM25/dense-only runs read the bare repositories: no worktree per commit (environment.worktrees: auto).
   const checkout = checkoutsNeeded(config);

@@ -1,6 +1,5 @@
 import {
   ActivityCancellationType,
-  ApplicationFailure,
   ChildWorkflowFailure,
   ParentClosePolicy,
   executeChild,
@@ -23,6 +22,7 @@ import type { PipelineConfigInput } from '../schemas/config';
 import { TRAINING_MESSAGES, type TrainingProgress, type TrainingStatus } from '../schemas/training/messages';
 import type { TrainingCarry, TrainingResult } from '../schemas/training/workflow';
 import { activityOptions, type TimeoutOverrides } from './activity-options';
+import { missingSection, stageSamples, validatedConfig } from './helpers';
 import { StageTracker } from './stage-tracker';
 import { evaluation } from './evaluation';
 import { validationMetricValue } from '../lib/training/validation-choice';
@@ -62,57 +62,17 @@ export type TrainingInput = PipelineConfigInput & {
  * messages in one segment) + a few dozen events, whatever the number of steps or days.
  */
 export async function training(input: TrainingInput): Promise<TrainingResult> {
-  const { validateConfig, findRunArtifact, inspectTrainingRun, writeTrainingReport, publishToStore, splitValidation, recordValidation } =
-    proxyActivities<Activities>(activityOptions('short'));
-  const config = await validateConfig(input);
-  const t = config.training;
-  if (!t) {
-    throw ApplicationFailure.create({
-      type: 'ConfigError',
-      nonRetryable: true,
-      message:
-        'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
-    });
-  }
-  const overrides = config.temporal.activityTimeouts as TimeoutOverrides;
-  const { trainSegment } = proxyActivities<Activities>({
-    ...activityOptions('training', overrides),
-    taskQueue: t.gpuTaskQueue,
-    // A cancelled segment stops its trainer at a checkpoint and reports the step it reached.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
+  const { inspectTrainingRun, writeTrainingReport, recordValidation } = proxyActivities<Activities>(activityOptions('short'));
+  const { config, overrides } = await validatedConfig(input);
+  const t = trainingSection(config);
+  const trainSegment = segmentActivity(t, overrides);
   const tracker = new StageTracker(config.runId, config.recipe, trainingStages);
-  upsertMemo({
-    config: {
-      runId: config.runId,
-      recipe: t.recipe,
-      algorithm: effectiveAlgorithm(t),
-      steps: t.steps,
-      segmentSteps: t.segmentSteps,
-      model: t.modelDir,
-      smokeRun: t.smokeRun,
-    },
-  });
+  upsertMemo({ config: runMemo(config, t) });
 
-  const samples =
-    input.artifacts?.samples ??
-    (await findRunArtifact({ runDir: config.runDir, relativePath: RUN_ARTIFACTS.environmentSamples, producedBy: 'environment' }));
-  // With validation the held-out samples are taken out of the training samples (refused when they share a commit).
-  const split = t.validation ? await splitValidation({ runDir: config.runDir, samples, validation: t.validation }) : null;
-  const trainingSamples = split?.training ?? samples;
-  // With a run store (README "Deployment: several machines") the samples reach it first and the GPU segments run shared-nothing.
-  const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
-  const segmentSamples = store
-    ? await publishToStore({ store: store.uri, runId: config.runId, key: RUN_ARTIFACTS.environmentSamples, ref: trainingSamples })
-    : trainingSamples;
+  const { samples, split, store, segmentSamples } = await trainingSamples(input, config, t);
   const onDisk = store ? { runDir: config.runDir, runId: config.runId, store: store.uri } : { runDir: config.runDir };
   const run = new TrainingRun(config, t, tracker, input.carried ?? (await startingPoint(onDisk, t.steps, inspectTrainingRun)));
-  setHandler(trainingStatusQuery, () => run.status());
-  setHandler(pauseSignal, () => run.pause());
-  setHandler(resumeSignal, () => run.resume());
-  setHandler(stopAfterCheckpointSignal, () => run.stopAfterCheckpoint());
-  setHandler(trainingProgressSignal, (progress) => run.onProgress(progress));
-  setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
+  steerByMessages(run);
 
   const validate =
     split && t.validation
@@ -145,6 +105,65 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   const report = await run.report(writeTrainingReport);
   await condition(allHandlersFinished);
   return run.result(report);
+}
+
+/** The config's `training` section: the workflow cannot run without one. */
+function trainingSection(config: RunConfig): TrainingSection {
+  if (config.training) return config.training;
+  throw missingSection(
+    'the training workflow needs a `training` section in the run config (schemas/training/config.ts), with at least modelDir and steps',
+  );
+}
+
+/** The segment activity, on the GPU task queue. */
+function segmentActivity(t: TrainingSection, overrides: TimeoutOverrides): Activities['trainSegment'] {
+  const { trainSegment } = proxyActivities<Activities>({
+    ...activityOptions('training', overrides),
+    taskQueue: t.gpuTaskQueue,
+    // A cancelled segment stops its trainer at a checkpoint and reports the step it reached.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
+  return trainSegment;
+}
+
+/** The run's settings in the workflow's memo, so a list of runs shows what each one trains. */
+function runMemo(config: RunConfig, t: TrainingSection) {
+  return {
+    runId: config.runId,
+    recipe: t.recipe,
+    algorithm: effectiveAlgorithm(t),
+    steps: t.steps,
+    segmentSteps: t.segmentSteps,
+    model: t.modelDir,
+    smokeRun: t.smokeRun,
+  };
+}
+
+/**
+ * The samples the segments train on: the stage's samples less the held-out ones when the run validates (refused
+ * when they share a commit), published to the run store first when there is one.
+ */
+async function trainingSamples(input: TrainingInput, config: RunConfig, t: TrainingSection) {
+  const { splitValidation, publishToStore } = proxyActivities<Activities>(activityOptions('short'));
+  const samples = await stageSamples(input, config.runDir, 'environment');
+  const split = t.validation ? await splitValidation({ runDir: config.runDir, samples, validation: t.validation }) : null;
+  const trainingSamples = split?.training ?? samples;
+  // With a run store (README "Deployment: several machines") the samples reach it first and the GPU segments run shared-nothing.
+  const store = config.store ? { uri: config.store, repoSource: config.environment.repoSource } : null;
+  const segmentSamples = store
+    ? await publishToStore({ store: store.uri, runId: config.runId, key: RUN_ARTIFACTS.environmentSamples, ref: trainingSamples })
+    : trainingSamples;
+  return { samples, split, store, segmentSamples };
+}
+
+/** The run's signals, query and update, each answered by the run's state. */
+function steerByMessages(run: TrainingRun): void {
+  setHandler(trainingStatusQuery, () => run.status());
+  setHandler(pauseSignal, () => run.pause());
+  setHandler(resumeSignal, () => run.resume());
+  setHandler(stopAfterCheckpointSignal, () => run.stopAfterCheckpoint());
+  setHandler(trainingProgressSignal, (progress) => run.onProgress(progress));
+  setHandler(setStepBudgetUpdate, (budget) => run.setBudget(budget), { validator: (budget) => run.validateBudget(budget) });
 }
 
 const stepLabel = (step: number) => `step-${String(step).padStart(8, '0')}`;
