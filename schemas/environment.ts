@@ -141,11 +141,6 @@ export const GroundTruthInputSchema = z.object({
   ...stageBase,
   samples: ArtifactRefSchema,
   worktrees: ArtifactRefSchema,
-  /**
-   * Not read: the samples carry their gold patch and `file_changes` targets (samples schema version 3). Accepted
-   * while workflows still pass it.
-   */
-  instancesPath: z.string().optional(),
   /** The worktrees rows are checkouts (true) or bare repositories holding the commit (false). */
   checkout: z.boolean().default(true),
 });

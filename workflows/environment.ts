@@ -45,7 +45,7 @@ export async function environment(input: EnvironmentInput): Promise<EnvironmentR
   const truth = await trackedStep(
     tracker,
     'ground-truth',
-    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, instancesPath: config.inputs.instances, checkout }),
+    () => deriveGroundTruth({ ...common, samples, worktrees: materialized.worktrees, checkout }),
     (t) => `${t.summary.withGroundTruth} of ${t.summary.samples} samples`,
   );
   tracker.complete();
