@@ -209,11 +209,13 @@ async function applyTestPatch(
   return null;
 }
 
-/** What every test process of one evaluation is started with. */
-interface TestProcessOptions {
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  signal?: AbortSignal;
+/** One evaluation's test phase: the harness's setup, the instance, where its processes run, and by when. */
+interface TestPhase {
+  setup: TestSetup;
+  instance: DownstreamInstance;
+  /** What every test process is started with. */
+  common: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal };
+  deadline: number;
 }
 
 /** Step 4, under one deadline for the whole test phase. */
@@ -224,22 +226,17 @@ async function runTests(
   signal: AbortSignal | undefined,
 ): Promise<TestRun> {
   const deadline = Date.now() + setup.timeoutMs;
-  const common: TestProcessOptions = { cwd: checkout, env: setup.env, ...(signal ? { signal } : {}) };
-  if (setup.custom) return runCustomTests(setup, setup.custom, instance, common, deadline);
-  return runTestSuite(setup, instance, common, deadline);
+  const phase: TestPhase = { setup, instance, common: { cwd: checkout, env: setup.env, ...(signal ? { signal } : {}) }, deadline };
+  if (setup.custom) return runCustomTests(phase, setup.custom);
+  return runTestSuite(phase);
 }
 
 /** The custom command, once per test, until the deadline passes or the interpreter cannot start. */
-async function runCustomTests(
-  setup: TestSetup,
-  custom: CompiledCommand,
-  instance: DownstreamInstance,
-  common: TestProcessOptions,
-  deadline: number,
-): Promise<TestRun> {
+async function runCustomTests(phase: TestPhase, custom: CompiledCommand): Promise<TestRun> {
+  const { setup, common, deadline } = phase;
   const { interpreter } = setup;
-  const f2p = instance.FAIL_TO_PASS;
-  const p2p = instance.PASS_TO_PASS;
+  const f2p = phase.instance.FAIL_TO_PASS;
+  const p2p = phase.instance.PASS_TO_PASS;
   const passed = new Map<string, boolean>();
   const logs: string[] = [];
   for (const test of [...new Set([...f2p, ...p2p])]) {
@@ -264,12 +261,8 @@ async function runCustomTests(
 }
 
 /** The pytest or django runner: one process for every test, statuses read from its log. */
-async function runTestSuite(
-  setup: TestSetup,
-  instance: DownstreamInstance,
-  common: TestProcessOptions,
-  deadline: number,
-): Promise<TestRun> {
+async function runTestSuite(phase: TestPhase): Promise<TestRun> {
+  const { setup, instance, common, deadline } = phase;
   const { interpreter } = setup;
   const f2p = instance.FAIL_TO_PASS;
   const p2p = instance.PASS_TO_PASS;
