@@ -1,22 +1,20 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { stageLayout } from '../paths/stage-layout';
 
 /** Where the downstream stage writes, under `<runDir>/downstream/`. */
-export const downstreamPaths = (runDir: string) => {
-  const root = path.join(runDir, 'downstream');
-  return {
-    root,
-    plans: path.join(root, 'plans'),
-    records: path.join(root, 'runs'),
-    checkouts: path.join(root, 'checkouts'),
-    locks: path.join(root, 'locks'),
-    swebench: path.join(root, 'swebench'),
-    runsParquet: path.join(root, 'runs.parquet'),
-    tableJson: path.join(root, 'table.json'),
-    reportMarkdown: path.join(root, 'report.md'),
-    reportHtml: path.join(root, 'report.html'),
-  };
-};
+export const downstreamPaths = (runDir: string) =>
+  stageLayout(runDir, 'downstream', {
+    plans: 'plans',
+    records: 'runs',
+    checkouts: 'checkouts',
+    locks: 'locks',
+    swebench: 'swebench',
+    runsParquet: 'runs.parquet',
+    tableJson: 'table.json',
+    reportMarkdown: 'report.md',
+    reportHtml: 'report.html',
+  });
 
 /** A configuration or instance name as one path segment: readable, and distinct names never collide. */
 export function fileSafe(name: string): string {

@@ -162,45 +162,93 @@ export async function startPolicyServer(options: StartPolicyServerOptions): Prom
   const backend = launcher === null ? 'hf' : 'vllm';
   const port = options.port && options.port > 0 ? options.port : await freePort(host);
   const [program, args] =
-    backend === 'hf'
-      ? [
-          options.python,
-          [
-            '-m',
-            'trainer.serve',
-            '--trainer-config',
-            checkpoint.trainerConfigPath,
-            '--adapter',
-            checkpoint.dir,
-            '--served-model-name',
-            checkpoint.servedName,
-            '--host',
-            host,
-            '--port',
-            String(port),
-            '--request-log',
-            files.requestLog,
-          ],
-        ]
-      : [
-          launcher!,
-          [
-            'serve',
-            checkpoint.baseModel,
-            '--enable-lora',
-            '--lora-modules',
-            `${checkpoint.servedName}=${checkpoint.dir}`,
-            '--max-lora-rank',
-            String(loraRank(checkpoint.dir)),
-            '--host',
-            host,
-            '--port',
-            String(port),
-          ],
-        ];
+    launcher === null ? hfServeCommand(options.python, checkpoint, host, port, files) : vllmServeCommand(launcher, checkpoint, host, port);
+  const server = await spawnServer(options, program, args, files);
+  const root = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  await waitUntilReady(options, server, root, backend, files);
+  return {
+    backend,
+    baseUrl: `${root}/v1`,
+    port,
+    model: checkpoint.servedName,
+    pid: server.pid,
+    requestLog: files.requestLog,
+    stdout: files.stdout,
+    stderr: files.stderr,
+    exited: server.exited,
+    stop: server.stop,
+  };
+}
+
+type PolicyServerFiles = ReturnType<typeof policyServerFiles>;
+
+/** trainer/serve.py on the checkpoint's adapter, logging each completion to the request log. */
+function hfServeCommand(
+  python: string,
+  checkpoint: ServedCheckpoint,
+  host: string,
+  port: number,
+  files: PolicyServerFiles,
+): [string, string[]] {
+  return [
+    python,
+    [
+      '-m',
+      'trainer.serve',
+      '--trainer-config',
+      checkpoint.trainerConfigPath,
+      '--adapter',
+      checkpoint.dir,
+      '--served-model-name',
+      checkpoint.servedName,
+      '--host',
+      host,
+      '--port',
+      String(port),
+      '--request-log',
+      files.requestLog,
+    ],
+  ];
+}
+
+/** vLLM serving the base model with the checkpoint's adapter as a LoRA module under the served name. */
+function vllmServeCommand(launcher: string, checkpoint: ServedCheckpoint, host: string, port: number): [string, string[]] {
+  return [
+    launcher,
+    [
+      'serve',
+      checkpoint.baseModel,
+      '--enable-lora',
+      '--lora-modules',
+      `${checkpoint.servedName}=${checkpoint.dir}`,
+      '--max-lora-rank',
+      String(loraRank(checkpoint.dir)),
+      '--host',
+      host,
+      '--port',
+      String(port),
+    ],
+  ];
+}
+
+/** The server's process group once it has started, with its pid on record until it exits. */
+interface SpawnedServer {
+  pid: number;
+  exited: Promise<ProcessGroupExit>;
+  /** How the group ended; null while it runs. */
+  exit(): ProcessGroupExit | null;
+  stop(reason: string): Promise<ProcessGroupExit>;
+}
+
+async function spawnServer(
+  options: StartPolicyServerOptions,
+  program: string,
+  args: string[],
+  files: PolicyServerFiles,
+): Promise<SpawnedServer> {
   const group: ProcessGroup = startProcessGroup(program, args, {
     cwd: options.projectRoot,
-    env: { ...env, PYTHONUNBUFFERED: '1' },
+    env: { ...options.env, PYTHONUNBUFFERED: '1' },
     stdout: { file: files.stdout },
     stderr: { file: files.stderr },
     graceMs: options.graceMs ?? 10_000,
@@ -223,37 +271,39 @@ export async function startPolicyServer(options: StartPolicyServerOptions): Prom
     group.stop(reason);
     return exited;
   };
-  const root = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return { pid, exited, exit: () => exit, stop };
+}
+
+/**
+ * Polls until the server at `root` serves the checkpoint; an exit before that, or no answer by the ready
+ * timeout (the server is then stopped), throws with the tail of its stderr.
+ */
+async function waitUntilReady(
+  options: StartPolicyServerOptions,
+  server: SpawnedServer,
+  root: string,
+  backend: 'hf' | 'vllm',
+  files: PolicyServerFiles,
+): Promise<void> {
+  const { checkpoint } = options;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 600_000);
   const tail = new LineTail(files.stdout);
   let listening = backend === 'vllm'; // trainer/serve.py says when it listens; vLLM is polled from the start
   for (;;) {
-    if (exit !== null) {
-      const e = exit as ProcessGroupExit;
+    const e = server.exit();
+    if (e !== null) {
       throw new PolicyServerStartError(
         `policy server for ${checkpoint.servedName} (${backend}) exited before it was ready (code ${e.code}, signal ${e.signal}${e.stoppedFor ? `, stopped: ${e.stoppedFor}` : ''}); ${files.stderr}:\n${tailOf(files.stderr)}`,
       );
     }
     if (Date.now() > deadline) {
-      await stop('not ready in time');
+      await server.stop('not ready in time');
       throw new PolicyServerStartError(
         `policy server for ${checkpoint.servedName} (${backend}) did not answer a health request within ${options.readyTimeoutMs ?? 600_000} ms; ${files.stderr}:\n${tailOf(files.stderr)}`,
       );
     }
     listening ||= (await tail.read()).some((l) => l.text.includes('"event": "listening"'));
-    if (listening && (await servesCheckpoint(root, checkpoint, backend))) break;
+    if (listening && (await servesCheckpoint(root, checkpoint, backend))) return;
     await new Promise((r) => setTimeout(r, 250));
   }
-  return {
-    backend,
-    baseUrl: `${root}/v1`,
-    port,
-    model: checkpoint.servedName,
-    pid,
-    requestLog: files.requestLog,
-    stdout: files.stdout,
-    stderr: files.stderr,
-    exited,
-    stop,
-  };
 }

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { episodeToolDefinitions, runAgentRetriever } from '../agent';
 import { openAppendLog, readAppendLog } from '../artifacts';
 import { loadEnvSamples, type EnvSample } from '../envserver';
@@ -7,6 +6,7 @@ import { scoreEpisode } from '../envserver/score-episode';
 import { mapWithConcurrency } from '../evaluation/predict-shard';
 import { LlmRequestRejectedError } from '../llm/errors';
 import type { LlmEndpoint } from '../llm/endpoint';
+import { stageLayout } from '../paths/stage-layout';
 import { environmentLimits } from '../training/trainer-config';
 import { holdWorktrees } from '../worktrees/holds';
 import type { AgentLimits } from '../../schemas/agent';
@@ -169,14 +169,12 @@ export async function sampleRftShard(input: {
 }
 
 export function rftLayout(runDir: string) {
-  const root = path.join(runDir, 'rft');
-  return {
-    root,
-    trainingSamples: path.join(root, 'training-samples.parquet'),
-    rftSamples: path.join(root, 'rft-samples.parquet'),
-    shards: path.join(root, 'shards'),
-    sampled: path.join(root, 'sampled.parquet'),
-    trajectories: path.join(root, 'trajectories.parquet'),
-    sft: path.join(root, 'sft'),
-  };
+  return stageLayout(runDir, 'rft', {
+    trainingSamples: 'training-samples.parquet',
+    rftSamples: 'rft-samples.parquet',
+    shards: 'shards',
+    sampled: 'sampled.parquet',
+    trajectories: 'trajectories.parquet',
+    sft: 'sft',
+  });
 }

@@ -1,9 +1,9 @@
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletion, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { AssistantMessage, ChatMessage, WireToolCall } from '../../../schemas/agent';
 import { EDITOR_TOOL_NAME, SUBMIT_TOOL_NAME, type DownstreamEndReason, type DownstreamInstance } from '../../../schemas/downstream';
 import { toRequestMessages } from '../../agent/openai-loop';
 import { createChatCompletion, type ChatCallOptions } from '../../llm/chat';
-import { createLlmClient } from '../../llm/client';
+import { createLlmClient, type LlmClient } from '../../llm/client';
 import type { LlmEndpoint } from '../../llm/endpoint';
 import { LlmError, LlmRequestRejectedError } from '../../llm/errors';
 import { formatObservation, runTool, type SandboxOptions } from '../../sandbox';
@@ -59,6 +59,17 @@ function positiveInteger(value: number | undefined, fallback: number, name: stri
   return value;
 }
 
+/** An agent's options, checked and resolved once for all its runs. */
+interface AgentSetup {
+  options: BuiltinAgentOptions;
+  maxRounds: number;
+  temperature: number;
+  maxTokens: number | undefined;
+  llm: LlmClient;
+  tools: ChatCompletionTool[];
+  systemPrompt: string;
+}
+
 export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgent {
   const maxRounds = positiveInteger(options.maxRounds, PAPER_DOWNSTREAM_AGENT.maxRounds, 'maxRounds');
   const temperature = options.temperature ?? PAPER_DOWNSTREAM_AGENT.temperature;
@@ -66,107 +77,140 @@ export function createBuiltinAgent(options: BuiltinAgentOptions): DownstreamAgen
   const llm = createLlmClient(options.endpoint);
   const tools = builtinAgentTools() as ChatCompletionTool[];
   const systemPrompt = options.systemPrompt ?? BUILTIN_SYSTEM_PROMPT;
-
-  async function runTools(
-    calls: WireToolCall[],
-    ctx: DownstreamRunContext,
-    editor: Editor,
-  ): Promise<{ messages: ChatMessage[]; submitted: boolean }> {
-    const messages: ChatMessage[] = [];
-    let submitted = false;
-    for (const call of calls) {
-      const name = call.function.name;
-      let content: string;
-      if (submitted) content = 'Not run: the work was already submitted in this turn.';
-      else if (name === SUBMIT_TOOL_NAME) {
-        submitted = true;
-        content = 'Submitted.';
-      } else if (name === EDITOR_TOOL_NAME) {
-        content = formatObservation(await editor.run(call.function.arguments));
-      } else if (name === 'terminal') {
-        content = formatObservation(
-          await runTool(ctx.workdir, 'terminal', call.function.arguments, {
-            ...options.sandbox,
-            ...(ctx.signal ? { signal: ctx.signal } : {}),
-          }),
-        );
-      } else {
-        content = `Error: unknown tool ${JSON.stringify(name)}; available tools: terminal, ${EDITOR_TOOL_NAME}, ${SUBMIT_TOOL_NAME}`;
-      }
-      messages.push({ role: 'tool', tool_call_id: call.id, name, content });
-    }
-    return { messages, submitted };
-  }
-
+  const setup: AgentSetup = { options, maxRounds, temperature, maxTokens, llm, tools, systemPrompt };
   return {
     name: options.name ?? `builtin:${options.endpoint.model}`,
-    async run(instance: DownstreamInstance, prompt: string, ctx: DownstreamRunContext): Promise<DownstreamAgentResult> {
-      const trajectory: ChatMessage[] = [
-        { role: 'system', content: systemPrompt },
-        { role: 'user', content: builtinUserPrompt(instance.repo, prompt) },
-      ];
-      let rounds = 0;
-      let inputTokens = 0;
-      let outputTokens = 0;
-      let endReason: DownstreamEndReason = 'round_limit';
-      let error: string | undefined;
-      // One editor per episode: its created-file limit counts this run's creates.
-      const editor = createEditor(ctx.workdir, options.editor);
-
-      while (rounds < maxRounds) {
-        let completion;
-        try {
-          ({ completion } = await createChatCompletion(
-            llm,
-            {
-              messages: toRequestMessages(trajectory) as ChatCompletionMessageParam[],
-              tools,
-              tool_choice: 'auto',
-              temperature,
-              ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
-            },
-            { ...(options.retry ? { policy: options.retry } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) },
-          ));
-        } catch (failure) {
-          if (ctx.signal?.aborted || !(failure instanceof LlmError)) throw failure;
-          endReason = failure instanceof LlmRequestRejectedError && CONTEXT_OVERFLOW.test(failure.message) ? 'context_limit' : 'llm_error';
-          error = failure.message;
-          break;
-        }
-        rounds += 1;
-        inputTokens += completion.usage?.prompt_tokens ?? 0;
-        outputTokens += completion.usage?.completion_tokens ?? 0;
-        const choice = completion.choices[0]!;
-        const calls = readToolCalls(choice.message.tool_calls);
-        const assistant: AssistantMessage = { role: 'assistant', content: choice.message.content ?? '' };
-        const reasoning = (choice.message as { reasoning_content?: unknown }).reasoning_content;
-        if (typeof reasoning === 'string' && reasoning !== '') assistant.reasoning_content = reasoning;
-        if (calls.length > 0) assistant.tool_calls = calls;
-        trajectory.push(assistant);
-
-        if (calls.length === 0) {
-          endReason = choice.finish_reason === 'length' ? 'length' : 'no_tool_call';
-          break;
-        }
-        const { messages, submitted } = await runTools(calls, ctx, editor);
-        trajectory.push(...messages);
-        if (submitted) {
-          endReason = 'submitted';
-          break;
-        }
-      }
-
-      const { patch, dropped } = await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {});
-      return {
-        patch,
-        patchDropped: dropped,
-        rounds,
-        inputTokens,
-        outputTokens,
-        trajectory,
-        endReason,
-        ...(error === undefined ? {} : { error }),
-      };
-    },
+    run: (instance, prompt, ctx) => runEpisode(setup, instance, prompt, ctx),
   };
+}
+
+/** One run: rounds of a model call and its tool calls until an end reason of the header, then the checkout's patch. */
+async function runEpisode(
+  setup: AgentSetup,
+  instance: DownstreamInstance,
+  prompt: string,
+  ctx: DownstreamRunContext,
+): Promise<DownstreamAgentResult> {
+  const trajectory: ChatMessage[] = [
+    { role: 'system', content: setup.systemPrompt },
+    { role: 'user', content: builtinUserPrompt(instance.repo, prompt) },
+  ];
+  let rounds = 0;
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let endReason: DownstreamEndReason = 'round_limit';
+  let error: string | undefined;
+  // One editor per episode: its created-file limit counts this run's creates.
+  const editor = createEditor(ctx.workdir, setup.options.editor);
+
+  while (rounds < setup.maxRounds) {
+    const reply = await requestRound(setup, trajectory, ctx);
+    if ('failure' in reply) {
+      endReason = reply.endReason;
+      error = reply.failure;
+      break;
+    }
+    const { completion } = reply;
+    rounds += 1;
+    inputTokens += completion.usage?.prompt_tokens ?? 0;
+    outputTokens += completion.usage?.completion_tokens ?? 0;
+    const choice = completion.choices[0]!;
+    const { assistant, calls } = assistantTurn(choice.message);
+    trajectory.push(assistant);
+
+    if (calls.length === 0) {
+      endReason = choice.finish_reason === 'length' ? 'length' : 'no_tool_call';
+      break;
+    }
+    const { messages, submitted } = await runTools(setup.options.sandbox, calls, ctx, editor);
+    trajectory.push(...messages);
+    if (submitted) {
+      endReason = 'submitted';
+      break;
+    }
+  }
+
+  const { patch, dropped } = await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {});
+  return {
+    patch,
+    patchDropped: dropped,
+    rounds,
+    inputTokens,
+    outputTokens,
+    trajectory,
+    endReason,
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
+/**
+ * One model call on the conversation so far. A failure of the endpoint ends the run with its reason (the context
+ * outgrown, or the endpoint failing for good); cancellation and anything that is not an endpoint failure throw.
+ */
+async function requestRound(
+  setup: AgentSetup,
+  trajectory: ChatMessage[],
+  ctx: DownstreamRunContext,
+): Promise<{ completion: ChatCompletion } | { endReason: DownstreamEndReason; failure: string }> {
+  try {
+    const { completion } = await createChatCompletion(
+      setup.llm,
+      {
+        messages: toRequestMessages(trajectory) as ChatCompletionMessageParam[],
+        tools: setup.tools,
+        tool_choice: 'auto',
+        temperature: setup.temperature,
+        ...(setup.maxTokens === undefined ? {} : { max_tokens: setup.maxTokens }),
+      },
+      { ...(setup.options.retry ? { policy: setup.options.retry } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) },
+    );
+    return { completion };
+  } catch (failure) {
+    if (ctx.signal?.aborted || !(failure instanceof LlmError)) throw failure;
+    const endReason = failure instanceof LlmRequestRejectedError && CONTEXT_OVERFLOW.test(failure.message) ? 'context_limit' : 'llm_error';
+    return { endReason, failure: failure.message };
+  }
+}
+
+/** The reply as the trajectory's assistant message (its reasoning kept when the server sends one), and its tool calls. */
+function assistantTurn(message: ChatCompletion['choices'][number]['message']): { assistant: AssistantMessage; calls: WireToolCall[] } {
+  const calls = readToolCalls(message.tool_calls);
+  const assistant: AssistantMessage = { role: 'assistant', content: message.content ?? '' };
+  const reasoning = (message as { reasoning_content?: unknown }).reasoning_content;
+  if (typeof reasoning === 'string' && reasoning !== '') assistant.reasoning_content = reasoning;
+  if (calls.length > 0) assistant.tool_calls = calls;
+  return { assistant, calls };
+}
+
+/** A round's tool calls, one after another; after `submit`, the rest of the round is answered without running. */
+async function runTools(
+  sandbox: SandboxOptions | undefined,
+  calls: WireToolCall[],
+  ctx: DownstreamRunContext,
+  editor: Editor,
+): Promise<{ messages: ChatMessage[]; submitted: boolean }> {
+  const messages: ChatMessage[] = [];
+  let submitted = false;
+  for (const call of calls) {
+    const name = call.function.name;
+    let content: string;
+    if (submitted) content = 'Not run: the work was already submitted in this turn.';
+    else if (name === SUBMIT_TOOL_NAME) {
+      submitted = true;
+      content = 'Submitted.';
+    } else if (name === EDITOR_TOOL_NAME) {
+      content = formatObservation(await editor.run(call.function.arguments));
+    } else if (name === 'terminal') {
+      content = formatObservation(
+        await runTool(ctx.workdir, 'terminal', call.function.arguments, {
+          ...sandbox,
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        }),
+      );
+    } else {
+      content = `Error: unknown tool ${JSON.stringify(name)}; available tools: terminal, ${EDITOR_TOOL_NAME}, ${SUBMIT_TOOL_NAME}`;
+    }
+    messages.push({ role: 'tool', tool_call_id: call.id, name, content });
+  }
+  return { messages, submitted };
 }

@@ -3,8 +3,8 @@ import path from 'node:path';
 import type { DownstreamEndReason, DownstreamInstance } from '../../../schemas/downstream';
 import type { DownstreamAgent, DownstreamAgentResult, DownstreamRunContext } from './agent';
 import { compileCommand, type CommandTemplate } from '../runs/command-template';
-import { findOutputRecord, summarizeOpenHandsOutput } from './openhands-output';
-import { describeExit, runProcess, tail } from '../runs/run-process';
+import { findOutputRecord, summarizeOpenHandsOutput, type OpenHandsRunSummary } from './openhands-output';
+import { describeExit, runProcess, tail, type ProcessResult } from '../runs/run-process';
 import { collectWorkspacePatch } from '../runs/workspace-patch';
 
 /**
@@ -59,21 +59,7 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
   return {
     name: options.name ?? 'openhands',
     async run(instance: DownstreamInstance, prompt: string, ctx: DownstreamRunContext): Promise<DownstreamAgentResult> {
-      const outputDir = path.join(ctx.scratch, 'openhands');
-      await fs.mkdir(outputDir, { recursive: true });
-      const promptFile = path.join(ctx.scratch, 'prompt.txt');
-      const instanceFile = path.join(ctx.scratch, 'instance.json');
-      await fs.writeFile(promptFile, prompt);
-      await fs.writeFile(instanceFile, JSON.stringify({ ...instance, problem_statement: prompt }) + '\n');
-      const values: Record<string, string> = {
-        instance_id: instance.instance_id,
-        prompt_file: promptFile,
-        instance_file: instanceFile,
-        workdir: ctx.workdir,
-        output_dir: outputDir,
-        repo: instance.repo,
-        base_commit: ctx.baseCommit,
-      };
+      const { outputDir, values } = await writeRunInputs(instance, prompt, ctx);
       const argv = command.render(values);
       const result = await runProcess(argv, {
         cwd: options.cwd ?? outputDir,
@@ -84,26 +70,7 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
       if (result.aborted) throw ctx.signal?.reason ?? new Error('OpenHands run cancelled');
 
       const outputPath = path.join(outputDir, outputName.render({ instance_id: instance.instance_id })[0]!);
-      const text = await fs.readFile(outputPath, 'utf8').catch(() => null);
-      let record: Record<string, unknown> | null = null;
-      let readProblem: string | null = null;
-      if (text === null) readProblem = `no output file ${outputPath}`;
-      else {
-        // A whole JSON document is a trajectory file (or a one-line output.jsonl); anything else is JSONL.
-        const whole = parseObject(text);
-        if (whole) record = whole;
-        else {
-          const found = findOutputRecord(text, instance.instance_id);
-          record = found.record;
-          if (!record)
-            readProblem = `output file ${outputPath} has no line for ${instance.instance_id}${found.badLines ? ` (${found.badLines} unreadable line(s))` : ''}`;
-        }
-      }
-      if (record && typeof record.instance_id === 'string' && record.instance_id !== instance.instance_id) {
-        readProblem = `output file ${outputPath} is for ${record.instance_id}, not ${instance.instance_id}`;
-        record = null;
-      }
-
+      const { record, readProblem } = await readOutputRecord(outputPath, instance.instance_id);
       const how = `OpenHands ${describeExit(result, options.timeoutMs)}`;
       const stderrTail = tail(result.stderr.trim() || result.stdout.trim(), 2000);
       if (!record) {
@@ -119,42 +86,102 @@ export function createOpenHandsAdapter(options: OpenHandsAdapterOptions): Downst
           error: `${how}; ${readProblem}${stderrTail ? `\n${stderrTail}` : ''}`,
         };
       }
-
-      const summary = summarizeOpenHandsOutput(record);
-      const collected =
-        summary.gitPatch === null
-          ? await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {})
-          : null;
-      const patch = summary.gitPatch ?? collected!.patch;
-      let endReason: DownstreamEndReason;
-      let error: string | undefined;
-      if (result.timedOut) {
-        endReason = 'timeout';
-        error = how;
-      } else if (summary.error !== null && /maximum (iteration|budget)|max[_ ]iterations/i.test(summary.error)) {
-        endReason = 'round_limit';
-        error = summary.error;
-      } else if (summary.error !== null) {
-        endReason = 'agent_error';
-        error = summary.error;
-      } else if (result.exitCode !== 0) {
-        endReason = 'agent_error';
-        error = `${how}${stderrTail ? `\n${stderrTail}` : ''}`;
-      } else if (summary.finished) endReason = 'submitted';
-      else if (summary.endedWithMessage) endReason = 'no_tool_call';
-      else endReason = 'stopped';
-      return {
-        patch,
-        ...(collected ? { patchDropped: collected.dropped } : {}),
-        rounds: summary.rounds,
-        inputTokens: summary.inputTokens,
-        outputTokens: summary.outputTokens,
-        trajectory: summary.trajectory,
-        endReason,
-        ...(error === undefined ? {} : { error }),
-      };
+      return resultFromOutput(record, result, how, stderrTail, ctx);
     },
   };
+}
+
+/** The files the command reads (the prompt, the instance with the prompt as its issue) and every placeholder's value. */
+async function writeRunInputs(
+  instance: DownstreamInstance,
+  prompt: string,
+  ctx: DownstreamRunContext,
+): Promise<{ outputDir: string; values: Record<string, string> }> {
+  const outputDir = path.join(ctx.scratch, 'openhands');
+  await fs.mkdir(outputDir, { recursive: true });
+  const promptFile = path.join(ctx.scratch, 'prompt.txt');
+  const instanceFile = path.join(ctx.scratch, 'instance.json');
+  await fs.writeFile(promptFile, prompt);
+  await fs.writeFile(instanceFile, JSON.stringify({ ...instance, problem_statement: prompt }) + '\n');
+  const values: Record<string, string> = {
+    instance_id: instance.instance_id,
+    prompt_file: promptFile,
+    instance_file: instanceFile,
+    workdir: ctx.workdir,
+    output_dir: outputDir,
+    repo: instance.repo,
+    base_commit: ctx.baseCommit,
+  };
+  return { outputDir, values };
+}
+
+/** The instance's record in the output file; null with the reason when it is missing, unreadable or another instance's. */
+async function readOutputRecord(
+  outputPath: string,
+  instanceId: string,
+): Promise<{ record: Record<string, unknown> | null; readProblem: string | null }> {
+  const text = await fs.readFile(outputPath, 'utf8').catch(() => null);
+  let record: Record<string, unknown> | null = null;
+  let readProblem: string | null = null;
+  if (text === null) readProblem = `no output file ${outputPath}`;
+  else {
+    // A whole JSON document is a trajectory file (or a one-line output.jsonl); anything else is JSONL.
+    const whole = parseObject(text);
+    if (whole) record = whole;
+    else {
+      const found = findOutputRecord(text, instanceId);
+      record = found.record;
+      if (!record)
+        readProblem = `output file ${outputPath} has no line for ${instanceId}${found.badLines ? ` (${found.badLines} unreadable line(s))` : ''}`;
+    }
+  }
+  if (record && typeof record.instance_id === 'string' && record.instance_id !== instanceId) {
+    readProblem = `output file ${outputPath} is for ${record.instance_id}, not ${instanceId}`;
+    record = null;
+  }
+  return { record, readProblem };
+}
+
+/** The run as OpenHands' output tells it; the patch is the checkout's diff when the output has none. */
+async function resultFromOutput(
+  record: Record<string, unknown>,
+  result: ProcessResult,
+  how: string,
+  stderrTail: string,
+  ctx: DownstreamRunContext,
+): Promise<DownstreamAgentResult> {
+  const summary = summarizeOpenHandsOutput(record);
+  const collected =
+    summary.gitPatch === null ? await collectWorkspacePatch(ctx.workdir, ctx.baseCommit, ctx.signal ? { signal: ctx.signal } : {}) : null;
+  const patch = summary.gitPatch ?? collected!.patch;
+  const { endReason, error } = endOfRun(summary, result, how, stderrTail);
+  return {
+    patch,
+    ...(collected ? { patchDropped: collected.dropped } : {}),
+    rounds: summary.rounds,
+    inputTokens: summary.inputTokens,
+    outputTokens: summary.outputTokens,
+    trajectory: summary.trajectory,
+    endReason,
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
+/** Why the run ended: the process's timeout first, then OpenHands' own error, the exit code, and how it stopped. */
+function endOfRun(
+  summary: OpenHandsRunSummary,
+  result: ProcessResult,
+  how: string,
+  stderrTail: string,
+): { endReason: DownstreamEndReason; error?: string } {
+  if (result.timedOut) return { endReason: 'timeout', error: how };
+  if (summary.error !== null && /maximum (iteration|budget)|max[_ ]iterations/i.test(summary.error))
+    return { endReason: 'round_limit', error: summary.error };
+  if (summary.error !== null) return { endReason: 'agent_error', error: summary.error };
+  if (result.exitCode !== 0) return { endReason: 'agent_error', error: `${how}${stderrTail ? `\n${stderrTail}` : ''}` };
+  if (summary.finished) return { endReason: 'submitted' };
+  if (summary.endedWithMessage) return { endReason: 'no_tool_call' };
+  return { endReason: 'stopped' };
 }
 
 function parseObject(text: string): Record<string, unknown> | null {

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { DownstreamInstance, HarnessResult, TestStatus } from '../../../schemas/downstream';
 import { parseUnifiedDiff } from '../../patch/parse-diff';
-import { gitEnv, runGit } from '../../worktrees/git';
+import { gitEnv, runGit, type GitRun } from '../../worktrees/git';
 import { compileCommand, type CommandTemplate, type CompiledCommand } from '../runs/command-template';
 import { djangoLabelsForFiles, djangoLabelsForTests, djangoPassed, normalizeDjangoTestName, parseDjangoLog } from './django-log';
 import { errorResult, type Harness } from './harness';
@@ -78,7 +78,17 @@ function interpreterMissing(result: ProcessResult, interpreter: string): string 
   return `could not start interpreter ${JSON.stringify(interpreter)}: ${result.spawnError.message}`;
 }
 
-export function createLocalHarness(options: LocalHarnessOptions): Harness {
+/** What every evaluation of one harness shares: its options, checked and resolved once. */
+interface TestSetup {
+  interpreter: string;
+  /** The custom per-test command; null for the pytest and django runners. */
+  custom: CompiledCommand | null;
+  runnerName: 'pytest' | 'django' | 'custom';
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+}
+
+function testSetup(options: LocalHarnessOptions): TestSetup {
   if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
     throw new RangeError(`local harness: timeoutMs must be positive, got ${options.timeoutMs}`);
   if (options.interpreter.trim() === '') throw new RangeError('local harness: interpreter must name a program');
@@ -90,161 +100,221 @@ export function createLocalHarness(options: LocalHarnessOptions): Harness {
   }
   const env = testEnv(options.env);
   const runnerName = typeof options.testRunner === 'string' ? options.testRunner : 'custom';
+  return { interpreter, custom, runnerName, env, timeoutMs: options.timeoutMs };
+}
 
-  async function runTests(instance: DownstreamInstance, checkout: string, signal: AbortSignal | undefined): Promise<TestRun> {
-    const deadline = Date.now() + options.timeoutMs;
-    const f2p = instance.FAIL_TO_PASS;
-    const p2p = instance.PASS_TO_PASS;
-    const common = { cwd: checkout, env, ...(signal ? { signal } : {}) };
-
-    if (custom) {
-      const passed = new Map<string, boolean>();
-      const logs: string[] = [];
-      for (const test of [...new Set([...f2p, ...p2p])]) {
-        const remaining = deadline - Date.now();
-        const argv = custom.render({ interpreter, test });
-        const result = remaining > 0 ? await runProcess(argv, { ...common, timeoutMs: remaining }) : null;
-        if (result === null || result.timedOut) {
-          logs.push(
-            `$ ${JSON.stringify(argv)}\n${result ? tail(result.stdout + result.stderr) : ''}\n[timed out: the test phase is limited to ${options.timeoutMs} ms]`,
-          );
-          return { ...statusesFrom(f2p, p2p, passed), outcome: 'timeout', log: logs.join('\n') };
-        }
-        const missing = interpreterMissing(result, interpreter);
-        if (missing && argv[0] === interpreter)
-          return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${missing}` };
-        if (result.spawnError)
-          return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${describeExit(result)}` };
-        passed.set(test, result.exitCode === 0);
-        logs.push(`$ ${JSON.stringify(argv)} → ${describeExit(result)}\n${tail(result.stdout + result.stderr, 2000)}`);
-      }
-      return { ...statusesFrom(f2p, p2p, passed), log: logs.join('\n') };
-    }
-
-    let argv: string[];
-    if (runnerName === 'pytest') {
-      argv = [interpreter, '-m', 'pytest', '-rA', '-p', 'no:cacheprovider', '--color=no', ...new Set([...f2p, ...p2p])];
-    } else {
-      const names = [...f2p, ...p2p];
-      const { labels, unmapped } = djangoLabelsForTests(names);
-      const fromPatch =
-        unmapped.length > 0 && instance.test_patch ? djangoLabelsForFiles(parseUnifiedDiff(instance.test_patch).map((f) => f.path)) : [];
-      const all = [...new Set([...labels, ...fromPatch])];
-      if (all.length === 0)
-        return {
-          failToPass: [],
-          passToPass: [],
-          outcome: 'error',
-          log: `cannot derive django test labels from ${JSON.stringify(unmapped.slice(0, 3))}`,
-        };
-      argv = [interpreter, 'tests/runtests.py', '--verbosity', '2', '--settings=test_sqlite', '--parallel', '1', ...all];
-    }
-    const result = await runProcess(argv, { ...common, timeoutMs: Math.max(1, deadline - Date.now()) });
-    const header = `$ ${argv.map((a) => JSON.stringify(a)).join(' ')}\n→ ${describeExit(result, options.timeoutMs)}\n`;
-    const output = `${result.stdout}\n${result.stderr}`;
-    const log = header + tail(output, 20_000);
-    const missing = interpreterMissing(result, interpreter);
-    if (missing)
-      return {
-        failToPass: f2p.map((test) => ({ test, passed: false })),
-        passToPass: p2p.map((test) => ({ test, passed: false })),
-        outcome: 'error',
-        log: `${header}${missing}`,
-      };
-
-    let passed: Map<string, boolean>;
-    if (runnerName === 'pytest') {
-      const statuses = parsePytestSummary(output);
-      passed = new Map([...f2p, ...p2p].map((t) => [t, pytestPassed(statuses.get(t))]));
-    } else {
-      const statuses = parseDjangoLog(output);
-      passed = new Map([...f2p, ...p2p].map((t) => [t, djangoPassed(statuses.get(normalizeDjangoTestName(t)))]));
-    }
-    const run = statusesFrom(f2p, p2p, passed);
-    if (result.timedOut) return { ...run, outcome: 'timeout', log };
-    if (result.aborted) throw signal?.reason ?? new Error('local harness: cancelled');
-    return { ...run, log };
-  }
-
+export function createLocalHarness(options: LocalHarnessOptions): Harness {
+  const setup = testSetup(options);
   return {
-    name: options.name ?? `local:${runnerName}`,
-    async evaluate(instance, patch, evalOptions = {}): Promise<HarnessResult> {
-      const signal = evalOptions.signal;
-      if (instance.FAIL_TO_PASS.length === 0 && instance.PASS_TO_PASS.length === 0) {
-        return errorResult(`instance ${instance.instance_id} has no FAIL_TO_PASS or PASS_TO_PASS tests; the local harness cannot judge it`);
-      }
-      if (patch.trim() === '') {
-        return {
-          resolved: false,
-          outcome: 'unresolved',
-          log: 'empty patch: the agent changed nothing, so no test was run',
-          failToPass: [],
-          passToPass: [],
-        };
-      }
-      let worktree: RunWorktree;
-      try {
-        worktree = await options.worktrees.create(instance.repo, instance.base_commit, `harness-${instance.instance_id}`);
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        return errorResult(
-          `could not make a checkout of ${instance.repo}@${instance.base_commit}: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      }
-      const logs: string[] = [];
-      try {
-        const git = (args: string[]) =>
-          runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, hardened: true, ...(signal ? { signal } : {}) });
-        const patchFile = path.join(worktree.scratch, 'model.patch');
-        await fs.writeFile(patchFile, patch.endsWith('\n') ? patch : `${patch}\n`);
-        const applied = await git(['apply', '--verbose', '--whitespace=nowarn', patchFile]);
-        logs.push(`$ git apply --verbose model.patch → exit ${applied.code}\n${tail(applied.stdout + applied.stderr, 4000)}`);
-        if (applied.code !== 0) {
-          return { resolved: false, outcome: 'patch_failed', log: logs.join('\n'), failToPass: [], passToPass: [] };
-        }
-
-        if (instance.test_patch) {
-          let testFiles: string[];
-          try {
-            testFiles = [
-              ...new Set(
-                parseUnifiedDiff(instance.test_patch).flatMap((f) => [f.path, ...(f.newPath && f.newPath !== f.path ? [f.newPath] : [])]),
-              ),
-            ];
-          } catch (error) {
-            return errorResult(
-              `${logs.join('\n')}\ninstance ${instance.instance_id}: test_patch is not a readable diff: ${error instanceof Error ? error.message : String(error)}`,
-            );
-          }
-          for (const file of testFiles) {
-            const atBase = await git(['cat-file', '-e', `${instance.base_commit}:${file}`]);
-            if (atBase.code === 0) await git(['checkout', instance.base_commit, '--', file]);
-            else await fs.rm(path.join(worktree.path, file), { force: true });
-          }
-          const testPatchFile = path.join(worktree.scratch, 'test.patch');
-          await fs.writeFile(testPatchFile, instance.test_patch.endsWith('\n') ? instance.test_patch : `${instance.test_patch}\n`);
-          const testApplied = await git(['apply', '--verbose', '--whitespace=nowarn', testPatchFile]);
-          logs.push(
-            `$ git apply --verbose test.patch (after resetting ${testFiles.length} test file(s)) → exit ${testApplied.code}\n${tail(testApplied.stdout + testApplied.stderr, 4000)}`,
-          );
-          if (testApplied.code !== 0)
-            return errorResult(`${logs.join('\n')}\nthe instance's test_patch does not apply after the model patch`);
-        }
-
-        const run = await runTests(instance, worktree.path, signal);
-        logs.push(run.log);
-        const allPassed = [...run.failToPass, ...run.passToPass].every((t) => t.passed);
-        const outcome = run.outcome ?? (allPassed ? 'resolved' : 'unresolved');
-        if (outcome === 'timeout') logs.push(`[timeout: the tests ran past ${options.timeoutMs} ms; every process was killed]`);
-        return { resolved: outcome === 'resolved', outcome, log: logs.join('\n'), failToPass: run.failToPass, passToPass: run.passToPass };
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        return errorResult(`${logs.join('\n')}\nlocal harness failed: ${error instanceof Error ? error.message : String(error)}`);
-      } finally {
-        await worktree.dispose().catch(() => undefined);
-      }
-    },
+    name: options.name ?? `local:${setup.runnerName}`,
+    evaluate: (instance, patch, evalOptions = {}) => evaluateInstance(options.worktrees, setup, instance, patch, evalOptions.signal),
   };
+}
+
+/** Steps 1 to 5 of the header for one instance, in a checkout of its own that is always disposed. */
+async function evaluateInstance(
+  worktrees: RunWorktreeFactory,
+  setup: TestSetup,
+  instance: DownstreamInstance,
+  patch: string,
+  signal: AbortSignal | undefined,
+): Promise<HarnessResult> {
+  if (instance.FAIL_TO_PASS.length === 0 && instance.PASS_TO_PASS.length === 0) {
+    return errorResult(`instance ${instance.instance_id} has no FAIL_TO_PASS or PASS_TO_PASS tests; the local harness cannot judge it`);
+  }
+  if (patch.trim() === '') {
+    return {
+      resolved: false,
+      outcome: 'unresolved',
+      log: 'empty patch: the agent changed nothing, so no test was run',
+      failToPass: [],
+      passToPass: [],
+    };
+  }
+  let worktree: RunWorktree;
+  try {
+    worktree = await worktrees.create(instance.repo, instance.base_commit, `harness-${instance.instance_id}`);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    return errorResult(
+      `could not make a checkout of ${instance.repo}@${instance.base_commit}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const logs: string[] = [];
+  try {
+    const git: Git = (args) =>
+      runGit(args, { cwd: worktree.path, timeoutMs: GIT_TIMEOUT_MS, hardened: true, ...(signal ? { signal } : {}) });
+    const notApplied = (await applyModelPatch(git, worktree, patch, logs)) ?? (await applyTestPatch(git, worktree, instance, logs));
+    if (notApplied) return notApplied;
+
+    const run = await runTests(setup, instance, worktree.path, signal);
+    logs.push(run.log);
+    const allPassed = [...run.failToPass, ...run.passToPass].every((t) => t.passed);
+    const outcome = run.outcome ?? (allPassed ? 'resolved' : 'unresolved');
+    if (outcome === 'timeout') logs.push(`[timeout: the tests ran past ${setup.timeoutMs} ms; every process was killed]`);
+    return { resolved: outcome === 'resolved', outcome, log: logs.join('\n'), failToPass: run.failToPass, passToPass: run.passToPass };
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    return errorResult(`${logs.join('\n')}\nlocal harness failed: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    await worktree.dispose().catch(() => undefined);
+  }
+}
+
+/** git in the evaluation's checkout, under the harness's time limit and the run's signal. */
+type Git = (args: string[]) => Promise<GitRun>;
+
+/** Step 2: the model's patch; the result when it does not apply, else null. */
+async function applyModelPatch(git: Git, worktree: RunWorktree, patch: string, logs: string[]): Promise<HarnessResult | null> {
+  const patchFile = path.join(worktree.scratch, 'model.patch');
+  await fs.writeFile(patchFile, patch.endsWith('\n') ? patch : `${patch}\n`);
+  const applied = await git(['apply', '--verbose', '--whitespace=nowarn', patchFile]);
+  logs.push(`$ git apply --verbose model.patch → exit ${applied.code}\n${tail(applied.stdout + applied.stderr, 4000)}`);
+  if (applied.code !== 0) {
+    return { resolved: false, outcome: 'patch_failed', log: logs.join('\n'), failToPass: [], passToPass: [] };
+  }
+  return null;
+}
+
+/** Step 3: the instance's test patch over reset test files; the result when it cannot be applied, else null. */
+async function applyTestPatch(
+  git: Git,
+  worktree: RunWorktree,
+  instance: DownstreamInstance,
+  logs: string[],
+): Promise<HarnessResult | null> {
+  if (!instance.test_patch) return null;
+  let testFiles: string[];
+  try {
+    testFiles = [
+      ...new Set(parseUnifiedDiff(instance.test_patch).flatMap((f) => [f.path, ...(f.newPath && f.newPath !== f.path ? [f.newPath] : [])])),
+    ];
+  } catch (error) {
+    return errorResult(
+      `${logs.join('\n')}\ninstance ${instance.instance_id}: test_patch is not a readable diff: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  for (const file of testFiles) {
+    const atBase = await git(['cat-file', '-e', `${instance.base_commit}:${file}`]);
+    if (atBase.code === 0) await git(['checkout', instance.base_commit, '--', file]);
+    else await fs.rm(path.join(worktree.path, file), { force: true });
+  }
+  const testPatchFile = path.join(worktree.scratch, 'test.patch');
+  await fs.writeFile(testPatchFile, instance.test_patch.endsWith('\n') ? instance.test_patch : `${instance.test_patch}\n`);
+  const testApplied = await git(['apply', '--verbose', '--whitespace=nowarn', testPatchFile]);
+  logs.push(
+    `$ git apply --verbose test.patch (after resetting ${testFiles.length} test file(s)) → exit ${testApplied.code}\n${tail(testApplied.stdout + testApplied.stderr, 4000)}`,
+  );
+  if (testApplied.code !== 0) return errorResult(`${logs.join('\n')}\nthe instance's test_patch does not apply after the model patch`);
+  return null;
+}
+
+/** One evaluation's test phase: the harness's setup, the instance, where its processes run, and by when. */
+interface TestPhase {
+  setup: TestSetup;
+  instance: DownstreamInstance;
+  /** What every test process is started with. */
+  common: { cwd: string; env: NodeJS.ProcessEnv; signal?: AbortSignal };
+  deadline: number;
+}
+
+/** Step 4, under one deadline for the whole test phase. */
+async function runTests(
+  setup: TestSetup,
+  instance: DownstreamInstance,
+  checkout: string,
+  signal: AbortSignal | undefined,
+): Promise<TestRun> {
+  const deadline = Date.now() + setup.timeoutMs;
+  const phase: TestPhase = { setup, instance, common: { cwd: checkout, env: setup.env, ...(signal ? { signal } : {}) }, deadline };
+  if (setup.custom) return runCustomTests(phase, setup.custom);
+  return runTestSuite(phase);
+}
+
+/** The custom command, once per test, until the deadline passes or the interpreter cannot start. */
+async function runCustomTests(phase: TestPhase, custom: CompiledCommand): Promise<TestRun> {
+  const { setup, common, deadline } = phase;
+  const { interpreter } = setup;
+  const f2p = phase.instance.FAIL_TO_PASS;
+  const p2p = phase.instance.PASS_TO_PASS;
+  const passed = new Map<string, boolean>();
+  const logs: string[] = [];
+  for (const test of [...new Set([...f2p, ...p2p])]) {
+    const remaining = deadline - Date.now();
+    const argv = custom.render({ interpreter, test });
+    const result = remaining > 0 ? await runProcess(argv, { ...common, timeoutMs: remaining }) : null;
+    if (result === null || result.timedOut) {
+      logs.push(
+        `$ ${JSON.stringify(argv)}\n${result ? tail(result.stdout + result.stderr) : ''}\n[timed out: the test phase is limited to ${setup.timeoutMs} ms]`,
+      );
+      return { ...statusesFrom(f2p, p2p, passed), outcome: 'timeout', log: logs.join('\n') };
+    }
+    const missing = interpreterMissing(result, interpreter);
+    if (missing && argv[0] === interpreter)
+      return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${missing}` };
+    if (result.spawnError)
+      return { ...statusesFrom(f2p, p2p, passed), outcome: 'error', log: `${logs.join('\n')}\n${describeExit(result)}` };
+    passed.set(test, result.exitCode === 0);
+    logs.push(`$ ${JSON.stringify(argv)} → ${describeExit(result)}\n${tail(result.stdout + result.stderr, 2000)}`);
+  }
+  return { ...statusesFrom(f2p, p2p, passed), log: logs.join('\n') };
+}
+
+/** The pytest or django runner: one process for every test, statuses read from its log. */
+async function runTestSuite(phase: TestPhase): Promise<TestRun> {
+  const { setup, instance, common, deadline } = phase;
+  const { interpreter } = setup;
+  const f2p = instance.FAIL_TO_PASS;
+  const p2p = instance.PASS_TO_PASS;
+  let argv: string[];
+  if (setup.runnerName === 'pytest') {
+    argv = [interpreter, '-m', 'pytest', '-rA', '-p', 'no:cacheprovider', '--color=no', ...new Set([...f2p, ...p2p])];
+  } else {
+    const { labels, unmapped } = djangoTestLabels(instance);
+    if (labels.length === 0)
+      return {
+        failToPass: [],
+        passToPass: [],
+        outcome: 'error',
+        log: `cannot derive django test labels from ${JSON.stringify(unmapped.slice(0, 3))}`,
+      };
+    argv = [interpreter, 'tests/runtests.py', '--verbosity', '2', '--settings=test_sqlite', '--parallel', '1', ...labels];
+  }
+  const result = await runProcess(argv, { ...common, timeoutMs: Math.max(1, deadline - Date.now()) });
+  const header = `$ ${argv.map((a) => JSON.stringify(a)).join(' ')}\n→ ${describeExit(result, setup.timeoutMs)}\n`;
+  const output = `${result.stdout}\n${result.stderr}`;
+  const log = header + tail(output, 20_000);
+  const missing = interpreterMissing(result, interpreter);
+  if (missing)
+    return {
+      failToPass: f2p.map((test) => ({ test, passed: false })),
+      passToPass: p2p.map((test) => ({ test, passed: false })),
+      outcome: 'error',
+      log: `${header}${missing}`,
+    };
+
+  const run = statusesFrom(f2p, p2p, suitePassed(setup.runnerName, output, [...f2p, ...p2p]));
+  if (result.timedOut) return { ...run, outcome: 'timeout', log };
+  if (result.aborted) throw common.signal?.reason ?? new Error('local harness: cancelled');
+  return { ...run, log };
+}
+
+/** The django runner's labels: the test classes the lists name, and the test patch's modules when some name none. */
+function djangoTestLabels(instance: DownstreamInstance): { labels: string[]; unmapped: string[] } {
+  const { labels, unmapped } = djangoLabelsForTests([...instance.FAIL_TO_PASS, ...instance.PASS_TO_PASS]);
+  const fromPatch =
+    unmapped.length > 0 && instance.test_patch ? djangoLabelsForFiles(parseUnifiedDiff(instance.test_patch).map((f) => f.path)) : [];
+  return { labels: [...new Set([...labels, ...fromPatch])], unmapped };
+}
+
+/** Whether each test passed, by the runner's log. */
+function suitePassed(runnerName: TestSetup['runnerName'], output: string, tests: readonly string[]): Map<string, boolean> {
+  if (runnerName === 'pytest') {
+    const statuses = parsePytestSummary(output);
+    return new Map(tests.map((t) => [t, pytestPassed(statuses.get(t))]));
+  }
+  const statuses = parseDjangoLog(output);
+  return new Map(tests.map((t) => [t, djangoPassed(statuses.get(normalizeDjangoTestName(t)))]));
 }
 
 function statusesFrom(

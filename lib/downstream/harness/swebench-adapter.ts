@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { DownstreamInstance, HarnessResult, TestStatus } from '../../../schemas/downstream';
-import { compileCommand, type CommandTemplate } from '../runs/command-template';
+import { compileCommand, type CommandTemplate, type CompiledCommand } from '../runs/command-template';
 import type { Harness } from './harness';
-import { describeExit, runProcess, tail } from '../runs/run-process';
+import { describeExit, runProcess, tail, type ProcessResult } from '../runs/run-process';
 
 /**
  * The SWE-bench harness (Docker images per instance) run as an outside command, e.g.
@@ -75,6 +75,17 @@ async function readJson(file: string): Promise<Json | null> {
   }
 }
 
+/** A harness's options, checked and resolved once for all its calls. */
+interface SweBenchSetup {
+  options: SweBenchHarnessOptions;
+  command: CompiledCommand;
+  modelName: string;
+  /** The model name as SWE-bench spells it in file and folder names. */
+  modelSlug: string;
+}
+
+type BatchItems = ReadonlyArray<{ instance: DownstreamInstance; patch: string }>;
+
 export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBenchHarness {
   if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)
     throw new RangeError(`SWE-bench harness: timeoutMs must be positive, got ${options.timeoutMs}`);
@@ -84,81 +95,8 @@ export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBench
   }
   const modelName = options.modelName ?? 'codegrep';
   const modelSlug = modelName.replaceAll('/', '__');
-
-  async function evaluateBatch(
-    items: ReadonlyArray<{ instance: DownstreamInstance; patch: string }>,
-    evalOptions: { signal?: AbortSignal } = {},
-  ): Promise<Map<string, HarnessResult>> {
-    const results = new Map<string, HarnessResult>();
-    if (items.length === 0) return results;
-    const ids = items.map((i) => i.instance.instance_id);
-    const duplicate = ids.find((id, k) => ids.indexOf(id) !== k);
-    if (duplicate) throw new RangeError(`SWE-bench harness: instance ${duplicate} appears twice in one batch`);
-
-    const runId = `codegrep-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-    const outputDir = path.resolve(options.workDir, runId);
-    await fs.mkdir(outputDir, { recursive: true });
-    const predictionsPath = path.join(outputDir, 'predictions.jsonl');
-    await fs.writeFile(
-      predictionsPath,
-      items
-        .map(({ instance, patch }) =>
-          JSON.stringify({ instance_id: instance.instance_id, model_name_or_path: modelName, model_patch: patch }),
-        )
-        .join('\n') + '\n',
-    );
-    const argv = command.render({ predictions_path: predictionsPath, run_id: runId, model_name: modelName, output_dir: outputDir });
-    const run = await runProcess(argv, {
-      cwd: outputDir,
-      timeoutMs: options.timeoutMs,
-      env: { ...options.inheritedEnv, ...options.env },
-      ...(evalOptions.signal ? { signal: evalOptions.signal } : {}),
-    });
-    if (run.aborted) throw evalOptions.signal?.reason ?? new Error('SWE-bench harness cancelled');
-    const header = `$ ${argv.map((a) => JSON.stringify(a)).join(' ')}\n→ ${describeExit(run, options.timeoutMs)} (run ${runId}, ${outputDir})`;
-    const commandTail = tail(`${run.stdout}\n${run.stderr}`.trim(), 4000);
-
-    const summary = run.timedOut ? null : await readJson(path.join(outputDir, `${modelSlug}.${runId}.json`));
-    const resolved = summary ? idList(summary, 'resolved_ids') : new Set<string>();
-    const unresolved = summary ? idList(summary, 'unresolved_ids') : new Set<string>();
-    const empty = summary ? idList(summary, 'empty_patch_ids') : new Set<string>();
-    const errored = summary ? idList(summary, 'error_ids') : new Set<string>();
-
-    const classify = (id: string, instanceLog: string, instanceReport: Json | null): { outcome: HarnessResult['outcome']; why: string } => {
-      if (run.timedOut) return { outcome: 'timeout', why: `the harness ran past ${options.timeoutMs} ms and was killed` };
-      if (!summary)
-        return { outcome: 'error', why: `no report ${modelSlug}.${runId}.json in ${outputDir}${commandTail ? `\n${commandTail}` : ''}` };
-      if (resolved.has(id)) return { outcome: 'resolved', why: 'listed in resolved_ids' };
-      if (unresolved.has(id)) return { outcome: 'unresolved', why: 'listed in unresolved_ids' };
-      if (empty.has(id)) return { outcome: 'unresolved', why: 'listed in empty_patch_ids' };
-      if (errored.has(id)) {
-        const applyFailed = instanceLog.includes(APPLY_PATCH_FAIL) || instanceReport?.patch_successfully_applied === false;
-        return applyFailed
-          ? { outcome: 'patch_failed', why: 'the patch did not apply (run_instance.log)' }
-          : { outcome: 'error', why: 'listed in error_ids' };
-      }
-      return { outcome: 'error', why: 'in no list of the report (not evaluated)' };
-    };
-
-    for (const { instance } of items) {
-      const id = instance.instance_id;
-      const logDir = path.join(outputDir, 'logs', 'run_evaluation', runId, modelSlug, id);
-      const report = await readJson(path.join(logDir, 'report.json'));
-      const instanceReport = report && isObject(report[id]) ? report[id] : null;
-      const instanceLog = await fs.readFile(path.join(logDir, 'run_instance.log'), 'utf8').catch(() => '');
-      const failToPass = testStatuses(instanceReport, 'FAIL_TO_PASS');
-      const passToPass = testStatuses(instanceReport, 'PASS_TO_PASS');
-      const { outcome, why } = classify(id, instanceLog, instanceReport);
-      results.set(id, {
-        resolved: outcome === 'resolved',
-        outcome,
-        log: [header, `${id}: ${why}`, instanceLog ? tail(instanceLog, 8000) : ''].filter(Boolean).join('\n'),
-        failToPass,
-        passToPass,
-      });
-    }
-    return results;
-  }
+  const setup: SweBenchSetup = { options, command, modelName, modelSlug };
+  const evaluateBatch = (items: BatchItems, evalOptions: { signal?: AbortSignal } = {}) => evaluateSweBenchBatch(setup, items, evalOptions);
 
   return {
     name: options.name ?? 'swebench',
@@ -168,4 +106,123 @@ export function createSweBenchHarness(options: SweBenchHarnessOptions): SweBench
       return results.get(instance.instance_id)!;
     },
   };
+}
+
+/** One call of the command for every item, then each instance's outcome read back from what it wrote. */
+async function evaluateSweBenchBatch(
+  setup: SweBenchSetup,
+  items: BatchItems,
+  evalOptions: { signal?: AbortSignal },
+): Promise<Map<string, HarnessResult>> {
+  const results = new Map<string, HarnessResult>();
+  if (items.length === 0) return results;
+  const ids = items.map((i) => i.instance.instance_id);
+  const duplicate = ids.find((id, k) => ids.indexOf(id) !== k);
+  if (duplicate) throw new RangeError(`SWE-bench harness: instance ${duplicate} appears twice in one batch`);
+
+  const batch = await runBatch(setup, items, evalOptions.signal);
+  const lists = batch.run.timedOut ? null : await readSummaryLists(path.join(batch.outputDir, `${setup.modelSlug}.${batch.runId}.json`));
+
+  for (const { instance } of items) {
+    const id = instance.instance_id;
+    const logDir = path.join(batch.outputDir, 'logs', 'run_evaluation', batch.runId, setup.modelSlug, id);
+    const report = await readJson(path.join(logDir, 'report.json'));
+    const instanceReport = report && isObject(report[id]) ? report[id] : null;
+    const instanceLog = await fs.readFile(path.join(logDir, 'run_instance.log'), 'utf8').catch(() => '');
+    const failToPass = testStatuses(instanceReport, 'FAIL_TO_PASS');
+    const passToPass = testStatuses(instanceReport, 'PASS_TO_PASS');
+    const { outcome, why } = classify(setup, batch, lists, id, instanceLog, instanceReport);
+    results.set(id, {
+      resolved: outcome === 'resolved',
+      outcome,
+      log: [batch.header, `${id}: ${why}`, instanceLog ? tail(instanceLog, 8000) : ''].filter(Boolean).join('\n'),
+      failToPass,
+      passToPass,
+    });
+  }
+  return results;
+}
+
+/** One call of the command: its own directory, the process's result, and the log lines every instance shares. */
+interface BatchRun {
+  runId: string;
+  outputDir: string;
+  run: ProcessResult;
+  header: string;
+  commandTail: string;
+}
+
+/** The predictions file of the items in a fresh run directory, and the command run on it. */
+async function runBatch(setup: SweBenchSetup, items: BatchItems, signal: AbortSignal | undefined): Promise<BatchRun> {
+  const { options, command, modelName } = setup;
+  const runId = `codegrep-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const outputDir = path.resolve(options.workDir, runId);
+  await fs.mkdir(outputDir, { recursive: true });
+  const predictionsPath = path.join(outputDir, 'predictions.jsonl');
+  await fs.writeFile(
+    predictionsPath,
+    items
+      .map(({ instance, patch }) =>
+        JSON.stringify({ instance_id: instance.instance_id, model_name_or_path: modelName, model_patch: patch }),
+      )
+      .join('\n') + '\n',
+  );
+  const argv = command.render({ predictions_path: predictionsPath, run_id: runId, model_name: modelName, output_dir: outputDir });
+  const run = await runProcess(argv, {
+    cwd: outputDir,
+    timeoutMs: options.timeoutMs,
+    env: { ...options.inheritedEnv, ...options.env },
+    ...(signal ? { signal } : {}),
+  });
+  if (run.aborted) throw signal?.reason ?? new Error('SWE-bench harness cancelled');
+  const header = `$ ${argv.map((a) => JSON.stringify(a)).join(' ')}\n→ ${describeExit(run, options.timeoutMs)} (run ${runId}, ${outputDir})`;
+  const commandTail = tail(`${run.stdout}\n${run.stderr}`.trim(), 4000);
+  return { runId, outputDir, run, header, commandTail };
+}
+
+/** The id lists of SWE-bench's summary report. */
+interface SummaryLists {
+  resolved: Set<string>;
+  unresolved: Set<string>;
+  empty: Set<string>;
+  errored: Set<string>;
+}
+
+/** The summary report's lists; null when the call wrote no readable report. */
+async function readSummaryLists(file: string): Promise<SummaryLists | null> {
+  const summary = await readJson(file);
+  if (!summary) return null;
+  return {
+    resolved: idList(summary, 'resolved_ids'),
+    unresolved: idList(summary, 'unresolved_ids'),
+    empty: idList(summary, 'empty_patch_ids'),
+    errored: idList(summary, 'error_ids'),
+  };
+}
+
+/** An instance's outcome by the rules of the header; `lists` is null when the call wrote no summary report. */
+function classify(
+  setup: SweBenchSetup,
+  batch: BatchRun,
+  lists: SummaryLists | null,
+  id: string,
+  instanceLog: string,
+  instanceReport: Json | null,
+): { outcome: HarnessResult['outcome']; why: string } {
+  if (batch.run.timedOut) return { outcome: 'timeout', why: `the harness ran past ${setup.options.timeoutMs} ms and was killed` };
+  if (!lists)
+    return {
+      outcome: 'error',
+      why: `no report ${setup.modelSlug}.${batch.runId}.json in ${batch.outputDir}${batch.commandTail ? `\n${batch.commandTail}` : ''}`,
+    };
+  if (lists.resolved.has(id)) return { outcome: 'resolved', why: 'listed in resolved_ids' };
+  if (lists.unresolved.has(id)) return { outcome: 'unresolved', why: 'listed in unresolved_ids' };
+  if (lists.empty.has(id)) return { outcome: 'unresolved', why: 'listed in empty_patch_ids' };
+  if (lists.errored.has(id)) {
+    const applyFailed = instanceLog.includes(APPLY_PATCH_FAIL) || instanceReport?.patch_successfully_applied === false;
+    return applyFailed
+      ? { outcome: 'patch_failed', why: 'the patch did not apply (run_instance.log)' }
+      : { outcome: 'error', why: 'listed in error_ids' };
+  }
+  return { outcome: 'error', why: 'in no list of the report (not evaluated)' };
 }

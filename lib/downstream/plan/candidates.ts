@@ -5,8 +5,9 @@ import { findCachedArtifact, hashConfig, sourceRef, writeBytesAtomically, writeP
 import { mapWithConcurrency } from '../../evaluation/predict-shard';
 import type { EvaluationInstance } from '../../evaluation/instances';
 import type { InstanceTruth } from '../../reports';
-import { openPredictor } from '../../retrievers/predictors';
+import { openPredictor, type Predictor } from '../../retrievers/predictors';
 import type { ArtifactRef } from '../../../schemas/artifact-ref';
+import type { DownstreamInstance } from '../../../schemas/downstream';
 import type { RepoSource } from '../../../schemas/worktrees';
 import type { SandboxIsolation } from '../../../schemas/sandbox';
 import {
@@ -84,17 +85,7 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
   const read = await readDownstreamInstances(options.instancesFile, options.instances);
   const instances = read.instances;
   const instancesRef = await sourceRef(options.instancesFile);
-  // What the answers depend on: the checkpoint (adapter bytes), how it is asked, and which instances.
-  const configHash = hashConfig({
-    stage: 'downstream-candidates',
-    adapterSha256: served.adapterSha256,
-    model: served.model,
-    answerFormat: retriever.answerFormat ?? null,
-    limits: retriever.limits ?? null,
-    temperature: retriever.temperature ?? null,
-    topP: retriever.topP ?? null,
-    instances: instances.map((i) => i.instance_id),
-  });
+  const configHash = candidatesConfigHash(retriever, served, instances);
   const dir = candidatesDir(options.runDir, options.configuration, configHash.slice(0, 16));
   const parquet = path.join(dir, 'predictions.parquet');
   const expectation = {
@@ -106,10 +97,44 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
   const cached = await findCachedArtifact(parquet, expectation);
   if (cached) return { predictions: cached, instances: cached.rows, failed: 0, reused: cached.rows };
 
+  const { rows, reused } = await askPolicy(options, instances, dir);
+  const predictions = await writeParquetArtifact({
+    path: parquet,
+    arrowSchema: evaluationPredictionsArrowSchema,
+    rows: rows as unknown as Record<string, unknown>[],
+    ...expectation,
+  });
+  return { predictions, instances: rows.length, failed: rows.filter((r) => r.error !== null).length, reused };
+}
+
+/** What the answers depend on: the checkpoint (adapter bytes), how it is asked, and which instances. */
+function candidatesConfigHash(
+  retriever: AgentRetrieverConfig,
+  served: NonNullable<AgentRetrieverConfig['served']>,
+  instances: readonly DownstreamInstance[],
+): string {
+  return hashConfig({
+    stage: 'downstream-candidates',
+    adapterSha256: served.adapterSha256,
+    model: served.model,
+    answerFormat: retriever.answerFormat ?? null,
+    limits: retriever.limits ?? null,
+    temperature: retriever.temperature ?? null,
+    topP: retriever.topP ?? null,
+    instances: instances.map((i) => i.instance_id),
+  });
+}
+
+/** Every instance's row: its record when an earlier attempt kept one, else the policy's answer, kept as a record. */
+async function askPolicy(
+  options: RetrieveCandidatesOptions,
+  instances: readonly DownstreamInstance[],
+  dir: string,
+): Promise<{ rows: EvaluationPrediction[]; reused: number }> {
   const recordOf = (instanceId: string) => path.join(dir, 'instances', `${fileSafe(instanceId)}.json`);
   const checkoutsDir = path.join(dir, 'checkouts');
   const worktrees = gitRunWorktrees({ cacheDir: options.checkouts.cacheDir, runDir: checkoutsDir, source: options.checkouts.repoSource });
-  const predictor = await openPredictor(retriever, {
+  const predictor = await openPredictor(options.retriever, {
     signal: options.signal,
     embeddingCacheDir: path.join(dir, 'unused-embeddings'),
     ...(options.isolation ? { isolation: options.isolation } : {}),
@@ -117,27 +142,15 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
   });
   let done = 0;
   let reused = 0;
-  let rows: EvaluationPrediction[];
   try {
-    rows = await mapWithConcurrency(instances, predictor.concurrency, async (instance) => {
+    const rows = await mapWithConcurrency(instances, predictor.concurrency, async (instance) => {
       const record = recordOf(instance.instance_id);
       let row = readRecord(record);
       if (row) reused += 1;
       else {
         const checkout = await worktrees.create(instance.repo, instance.base_commit, `${options.configuration}-${instance.instance_id}`);
         try {
-          const asked: EvaluationInstance = {
-            instanceId: instance.instance_id,
-            repo: instance.repo,
-            baseCommit: instance.base_commit,
-            problemStatement: instance.problem_statement,
-            worktreePath: checkout.path,
-            gitDir: null,
-            truth: UNSCORED,
-          };
-          const t0 = performance.now();
-          row = await predictor.predict(asked);
-          row.ms = performance.now() - t0;
+          row = await predictInCheckout(predictor, instance, checkout.path);
         } finally {
           await checkout.dispose();
         }
@@ -146,15 +159,26 @@ export async function retrieveCandidates(options: RetrieveCandidatesOptions): Pr
       options.onProgress?.(++done, instances.length);
       return row;
     });
+    return { rows, reused };
   } finally {
     await predictor.close();
     await rm(checkoutsDir, { recursive: true, force: true }).catch(() => undefined);
   }
-  const predictions = await writeParquetArtifact({
-    path: parquet,
-    arrowSchema: evaluationPredictionsArrowSchema,
-    rows: rows as unknown as Record<string, unknown>[],
-    ...expectation,
-  });
-  return { predictions, instances: rows.length, failed: rows.filter((r) => r.error !== null).length, reused };
+}
+
+/** The policy's answer for one instance, asked in a checkout of its base commit, with the time it took. */
+async function predictInCheckout(predictor: Predictor, instance: DownstreamInstance, worktreePath: string): Promise<EvaluationPrediction> {
+  const asked: EvaluationInstance = {
+    instanceId: instance.instance_id,
+    repo: instance.repo,
+    baseCommit: instance.base_commit,
+    problemStatement: instance.problem_statement,
+    worktreePath,
+    gitDir: null,
+    truth: UNSCORED,
+  };
+  const t0 = performance.now();
+  const row = await predictor.predict(asked);
+  row.ms = performance.now() - t0;
+  return row;
 }

@@ -1,6 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
-import { InputFileError, readRows } from '../../artifacts';
+import type { z } from 'zod';
+import { InputFileError } from '../../artifacts';
 import { DownstreamInstanceSchema, type DownstreamInstance } from '../../../schemas/downstream/instance';
+import { validRows } from './valid-rows';
 
 export interface DownstreamInstances {
   instances: DownstreamInstance[];
@@ -50,27 +52,21 @@ async function readInstanceRows(file: string): Promise<DownstreamInstances> {
   const instances: DownstreamInstance[] = [];
   const invalid: string[] = [];
   const seen = new Map<string, number>();
-  for await (const record of readRows(file)) {
-    if ('error' in record) {
-      invalid.push(`row ${record.ordinal}: ${record.error}`);
-      continue;
-    }
-    const parsed = DownstreamInstanceSchema.safeParse(record.row);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const id = (record.row as { instance_id?: unknown } | null)?.instance_id;
-      invalid.push(
-        `row ${record.ordinal}${typeof id === 'string' ? ` (${id})` : ''}: ${issue.path.length > 0 ? `column ${issue.path.join('.')}: ` : ''}${issue.message}`,
-      );
-      continue;
-    }
-    const first = seen.get(parsed.data.instance_id);
+  for await (const { ordinal, row } of validRows(file, DownstreamInstanceSchema, invalid, describeInvalidInstance)) {
+    const first = seen.get(row.instance_id);
     if (first !== undefined) {
-      invalid.push(`row ${record.ordinal}: instance ${parsed.data.instance_id} again (first on row ${first}); ignored`);
+      invalid.push(`row ${ordinal}: instance ${row.instance_id} again (first on row ${first}); ignored`);
       continue;
     }
-    seen.set(parsed.data.instance_id, record.ordinal);
-    instances.push(parsed.data);
+    seen.set(row.instance_id, ordinal);
+    instances.push(row);
   }
   return { instances, invalid };
+}
+
+/** A rejected instance row by its id, when it has one, and its first problem. */
+function describeInvalidInstance(ordinal: number, row: unknown, error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const id = (row as { instance_id?: unknown } | null)?.instance_id;
+  return `row ${ordinal}${typeof id === 'string' ? ` (${id})` : ''}: ${issue.path.length > 0 ? `column ${issue.path.join('.')}: ` : ''}${issue.message}`;
 }

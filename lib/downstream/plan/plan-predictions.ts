@@ -1,11 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { InputFileError, readRows, sha256File } from '../../artifacts';
+import type { z } from 'zod';
+import { InputFileError, sha256File } from '../../artifacts';
 import { readPredictionsFile } from '../../retrievers/predictions-file';
 import type { ArtifactRef } from '../../../schemas/artifact-ref';
 import type { DownstreamConfiguration } from '../../../schemas/downstream/config';
 import type { PlannedConfiguration } from '../../../schemas/downstream/plan';
 import { PredictionsParquetRowSchema } from '../../../schemas/downstream/predictions-row';
+import { validRows } from './valid-rows';
 
 export interface LoadedPredictions {
   from: NonNullable<PlannedConfiguration['predictionsFrom']>;
@@ -75,18 +77,11 @@ async function readParquetPredictions(
   const errors: string[] = [];
   const retrievers = new Set<string>();
   const rows: Array<{ ordinal: number } & ReturnType<typeof PredictionsParquetRowSchema.parse>> = [];
-  for await (const record of readRows(file)) {
-    if ('error' in record) {
-      errors.push(`row ${record.ordinal}: ${record.error}`);
-      continue;
-    }
-    const parsed = PredictionsParquetRowSchema.safeParse(record.row);
-    if (!parsed.success) {
-      errors.push(`row ${record.ordinal}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
-      continue;
-    }
-    if (parsed.data.retriever !== null) retrievers.add(parsed.data.retriever);
-    rows.push({ ordinal: record.ordinal, ...parsed.data });
+  const invalidRow = (ordinal: number, _row: unknown, error: z.ZodError) =>
+    `row ${ordinal}: ${error.issues.map((i) => i.message).join('; ')}`;
+  for await (const { ordinal, row } of validRows(file, PredictionsParquetRowSchema, errors, invalidRow)) {
+    if (row.retriever !== null) retrievers.add(row.retriever);
+    rows.push({ ordinal, ...row });
   }
   const retriever = configuration.retriever ?? (retrievers.size > 1 && retrievers.has(configuration.name) ? configuration.name : undefined);
   if (retriever === undefined && retrievers.size > 1) {

@@ -1,6 +1,7 @@
 import { InputFileError } from '../../artifacts';
 import type { ArtifactRef } from '../../../schemas/artifact-ref';
 import type { DownstreamConfig } from '../../../schemas/downstream/config';
+import type { DownstreamInstance } from '../../../schemas/downstream/instance';
 import type { PendingRuns } from '../../../schemas/downstream/activity-io';
 import type { DownstreamPlan, PlannedConfiguration, PlannedPair } from '../../../schemas/downstream/plan';
 import { recordPathFor } from '../layout';
@@ -42,12 +43,40 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
   const { config } = options;
   const read = await readDownstreamInstances(options.instancesFile, config.instances);
   const { instances } = read;
+  const configurations = await planConfigurations(options, instances);
+  const { pairs, pending, finished } = await planPairs(options, instances, configurations);
+  const plan: DownstreamPlan = {
+    runId: options.runId,
+    baseline: config.baseline,
+    agent: describeAgent(config.agent),
+    harness: describeHarness(config.harness),
+    instancesFile: options.instancesFile,
+    configurations: configurations.planned,
+    instances,
+    invalidInstances: read.invalid.slice(0, MAX_LISTED_ERRORS),
+    pairs,
+  };
+  return { plan, finished, pending, predictionInputs: configurations.predictionInputs, invalidInstances: read.invalid };
+}
 
+/** Each configuration's plan, and what its pairs need of it: its predicted files and the policy that found them. */
+interface PlannedConfigurations {
+  planned: PlannedConfiguration[];
+  predictedByConfiguration: Map<string, Map<string, string[]>>;
+  policyByConfiguration: Map<string, string>;
+  predictionInputs: ArtifactRef[];
+}
+
+/** The configurations in config order, each predictions configuration with its predictions file read. */
+async function planConfigurations(
+  options: PlanDownstreamOptions,
+  instances: readonly DownstreamInstance[],
+): Promise<PlannedConfigurations> {
   const planned: PlannedConfiguration[] = [];
   const predictedByConfiguration = new Map<string, Map<string, string[]>>();
   const policyByConfiguration = new Map<string, string>();
   const predictionInputs: ArtifactRef[] = [];
-  for (const [index, configuration] of config.configurations.entries()) {
+  for (const [index, configuration] of options.config.configurations.entries()) {
     const base = { name: configuration.name, source: configuration.source, ...(configuration.k ? { k: configuration.k } : {}) };
     if (configuration.source === 'none' || configuration.source === 'oracle') {
       planned.push({ ...base, predictionsFrom: null, missingPredictions: [], predictionErrors: [] });
@@ -73,7 +102,16 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
       predictionErrors: loaded.errors.slice(0, MAX_LISTED_ERRORS),
     });
   }
+  return { planned, predictedByConfiguration, policyByConfiguration, predictionInputs };
+}
 
+/** Every (configuration, instance) pair with its run hash; a pair with a valid record is finished, the others pending. */
+async function planPairs(
+  options: PlanDownstreamOptions,
+  instances: readonly DownstreamInstance[],
+  { predictedByConfiguration, policyByConfiguration }: PlannedConfigurations,
+): Promise<{ pairs: PlannedPair[]; pending: PendingRuns; finished: number }> {
+  const { config } = options;
   // Instance-major: every configuration of an instance before the next instance, so paired results accumulate from the start.
   const pairs: PlannedPair[] = [];
   const pending: PendingRuns = {
@@ -105,19 +143,7 @@ export async function planDownstreamRuns(options: PlanDownstreamOptions): Promis
       else pending.pairs.push([configurationIndex, instanceIndex]);
     }
   }
-
-  const plan: DownstreamPlan = {
-    runId: options.runId,
-    baseline: config.baseline,
-    agent: describeAgent(config.agent),
-    harness: describeHarness(config.harness),
-    instancesFile: options.instancesFile,
-    configurations: planned,
-    instances,
-    invalidInstances: read.invalid.slice(0, MAX_LISTED_ERRORS),
-    pairs,
-  };
-  return { plan, finished, pending, predictionInputs, invalidInstances: read.invalid };
+  return { pairs, pending, finished };
 }
 
 /** Short warnings for the UI: skipped instance rows, missing or unusable predictions. */

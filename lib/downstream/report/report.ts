@@ -64,46 +64,70 @@ function pairedSentence(name: string, baseline: string, n: number, rounds: Paire
 
 export function downstreamReportBlocks(input: DownstreamReportInput): ReportBlock[] {
   const { plan, table, rows, bootstrap } = input;
-  const blocks: ReportBlock[] = [];
+  return [
+    runSummary(plan, input.generatedAt),
+    ...table3Blocks(table, bootstrap),
+    ...intervalBlocks(table),
+    ...pairedBlocks(table),
+    ...outcomeBlocks(table, rows),
+    ...injectionBlocks(plan),
+    ...perInstanceBlocks(plan, rows),
+    ...errorBlocks(plan, rows),
+  ];
+}
+
+function runSummary(plan: DownstreamPlan, generatedAt: string): ReportBlock {
   const instances = plan.instances.length;
-  blocks.push({
+  return {
     kind: 'paragraph',
     text:
       `Run ${plan.runId}: ${plan.configurations.length} configuration(s) × ${instances} instance(s) = ${plan.pairs.length} runs. ` +
       `Agent: ${plan.agent}. Harness: ${plan.harness}. Instances: ${plan.instancesFile}` +
       (plan.invalidInstances.length > 0 ? ` (${plan.invalidInstances.length} unreadable row(s) skipped)` : '') +
-      `. Generated ${input.generatedAt}.`,
-  });
+      `. Generated ${generatedAt}.`,
+  };
+}
 
-  blocks.push({ kind: 'heading', text: 'Resolve rate and efficiency (CodeGrep Table 3)' });
-  blocks.push({ kind: 'table', ...table3Cells(table) });
-  blocks.push({
-    kind: 'paragraph',
-    text:
-      `Resolved r. / Resolved tok. / Unresolved r.: mean rounds and input + output tokens over each configuration's own resolved / unresolved runs (pooled, §4.3); ` +
-      `runs that failed before the harness could judge them (error) count as not resolved and are left out of the means. ` +
-      `Δ resolve: resolve-rate difference against ${table.baseline} on the instances both ran; McNemar: exact two-sided test on the discordant instances (b = ${table.baseline} only, c = the configuration only). ` +
-      `Paired columns: the instances both resolve (§5.3). Intervals: percentile bootstrap, ${bootstrap.resamples} resamples, ${Math.round(bootstrap.confidence * 100)}%, seed ${bootstrap.seed}.`,
-  });
+function table3Blocks(table: DownstreamTable, bootstrap: DownstreamReportInput['bootstrap']): ReportBlock[] {
+  return [
+    { kind: 'heading', text: 'Resolve rate and efficiency (CodeGrep Table 3)' },
+    { kind: 'table', ...table3Cells(table) },
+    {
+      kind: 'paragraph',
+      text:
+        `Resolved r. / Resolved tok. / Unresolved r.: mean rounds and input + output tokens over each configuration's own resolved / unresolved runs (pooled, §4.3); ` +
+        `runs that failed before the harness could judge them (error) count as not resolved and are left out of the means. ` +
+        `Δ resolve: resolve-rate difference against ${table.baseline} on the instances both ran; McNemar: exact two-sided test on the discordant instances (b = ${table.baseline} only, c = the configuration only). ` +
+        `Paired columns: the instances both resolve (§5.3). Intervals: percentile bootstrap, ${bootstrap.resamples} resamples, ${Math.round(bootstrap.confidence * 100)}%, seed ${bootstrap.seed}.`,
+    },
+  ];
+}
 
-  blocks.push({ kind: 'heading', text: 'Intervals' });
-  blocks.push({
-    kind: 'table',
-    header: ['Config', 'Resolved / runs', 'Resolve [CI]', 'Resolved r. [CI]', 'Resolved tok. [CI]', 'Unresolved r. [CI]'],
-    rows: table.rows.map((row) => [
-      row.configuration,
-      `${row.resolved} / ${row.instances}`,
-      `${percent1(row.resolveRate)}${ci(row.resolveRateInterval, (v) => percent1(v))}`,
-      `${decimal1(row.resolvedRounds.mean)}${ci(row.resolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.resolvedRounds.n})`,
-      `${formatTokens(row.resolvedTokens.mean)}${ci(row.resolvedTokens.interval, formatTokens)} (n ${row.resolvedTokens.n})`,
-      `${decimal1(row.unresolvedRounds.mean)}${ci(row.unresolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.unresolvedRounds.n})`,
-    ]),
-  });
+function intervalBlocks(table: DownstreamTable): ReportBlock[] {
+  return [
+    { kind: 'heading', text: 'Intervals' },
+    {
+      kind: 'table',
+      header: ['Config', 'Resolved / runs', 'Resolve [CI]', 'Resolved r. [CI]', 'Resolved tok. [CI]', 'Unresolved r. [CI]'],
+      rows: table.rows.map((row) => [
+        row.configuration,
+        `${row.resolved} / ${row.instances}`,
+        `${percent1(row.resolveRate)}${ci(row.resolveRateInterval, (v) => percent1(v))}`,
+        `${decimal1(row.resolvedRounds.mean)}${ci(row.resolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.resolvedRounds.n})`,
+        `${formatTokens(row.resolvedTokens.mean)}${ci(row.resolvedTokens.interval, formatTokens)} (n ${row.resolvedTokens.n})`,
+        `${decimal1(row.unresolvedRounds.mean)}${ci(row.unresolvedRounds.interval, (v) => v.toFixed(1))} (n ${row.unresolvedRounds.n})`,
+      ]),
+    },
+  ];
+}
 
+/** One sentence per configuration compared with the baseline; none without a comparison. */
+function pairedBlocks(table: DownstreamTable): ReportBlock[] {
   const compared = table.rows.filter((row) => row.vsBaseline !== null);
-  if (compared.length > 0) {
-    blocks.push({ kind: 'heading', text: 'Pooled vs paired efficiency (§5.3)' });
-    blocks.push({
+  if (compared.length === 0) return [];
+  return [
+    { kind: 'heading', text: 'Pooled vs paired efficiency (§5.3)' },
+    {
       kind: 'list',
       items: compared.map((row) =>
         pairedSentence(
@@ -114,67 +138,82 @@ export function downstreamReportBlocks(input: DownstreamReportInput): ReportBloc
           row.vsBaseline!.pairedTokens,
         ),
       ),
-    });
-  }
+    },
+  ];
+}
 
+function outcomeBlocks(table: DownstreamTable, rows: readonly DownstreamRunRow[]): ReportBlock[] {
   const outcomes = countBy(rows, (r) => r.outcome);
   const endReasons = countBy(rows, (r) => r.endReason);
   const reasons = [...new Set(rows.map((r) => r.endReason))].sort();
-  blocks.push({ kind: 'heading', text: 'Outcomes and why the agent stopped' });
-  blocks.push({
-    kind: 'table',
-    header: ['Config', ...OUTCOMES, ...reasons.map((r) => `ended: ${r}`)],
-    rows: table.rows.map((row) => [
-      row.configuration,
-      ...OUTCOMES.map((o) => String(outcomes[row.configuration]?.[o] ?? 0)),
-      ...reasons.map((r) => String(endReasons[row.configuration]?.[r] ?? 0)),
-    ]),
-  });
+  return [
+    { kind: 'heading', text: 'Outcomes and why the agent stopped' },
+    {
+      kind: 'table',
+      header: ['Config', ...OUTCOMES, ...reasons.map((r) => `ended: ${r}`)],
+      rows: table.rows.map((row) => [
+        row.configuration,
+        ...OUTCOMES.map((o) => String(outcomes[row.configuration]?.[o] ?? 0)),
+        ...reasons.map((r) => String(endReasons[row.configuration]?.[r] ?? 0)),
+      ]),
+    },
+  ];
+}
 
+/** What each injecting configuration put into the issue, and from where; none when no configuration injects. */
+function injectionBlocks(plan: DownstreamPlan): ReportBlock[] {
   const injected = plan.configurations.filter((c) => c.source !== 'none');
-  if (injected.length > 0) {
-    blocks.push({ kind: 'heading', text: 'Injection' });
-    blocks.push({
-      kind: 'list',
-      items: injected.map((c) => {
-        const k = c.k ? `, first ${c.k} file(s)` : '';
-        if (c.source === 'oracle') return `${c.name}: the gold patch's files${k} (oracle).`;
-        const policy = c.predictionsFrom?.policy;
-        const checkpoint = policy
-          ? `, the trained policy ${policy.model} (base model ${policy.baseModel}, step ${policy.step}, adapter sha256 ${policy.adapterSha256})`
-          : '';
-        const from = c.predictionsFrom
-          ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''}${checkpoint})`
-          : 'no source';
-        const missing =
-          c.missingPredictions.length > 0
-            ? `; no prediction for ${c.missingPredictions.length} instance(s) (${c.missingPredictions.slice(0, 5).join(', ')}${c.missingPredictions.length > 5 ? ', …' : ''}), run with the issue unchanged`
-            : '';
-        const errors =
-          c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
-        const what = c.source === 'agent' ? 'files found by the served policy, from' : 'predictions from';
-        return `${c.name}: ${what} ${from}${k}${missing}${errors}.`;
-      }),
-    });
-  }
+  if (injected.length === 0) return [];
+  return [
+    { kind: 'heading', text: 'Injection' },
+    { kind: 'list', items: injected.map(injectionSentence) },
+  ];
+}
 
+function injectionSentence(c: DownstreamPlan['configurations'][number]): string {
+  const k = c.k ? `, first ${c.k} file(s)` : '';
+  if (c.source === 'oracle') return `${c.name}: the gold patch's files${k} (oracle).`;
+  const policy = c.predictionsFrom?.policy;
+  const checkpoint = policy
+    ? `, the trained policy ${policy.model} (base model ${policy.baseModel}, step ${policy.step}, adapter sha256 ${policy.adapterSha256})`
+    : '';
+  const from = c.predictionsFrom
+    ? `${c.predictionsFrom.uri} (${c.predictionsFrom.format}${c.predictionsFrom.retriever ? `, retriever ${c.predictionsFrom.retriever}` : ''}${checkpoint})`
+    : 'no source';
+  const missing =
+    c.missingPredictions.length > 0
+      ? `; no prediction for ${c.missingPredictions.length} instance(s) (${c.missingPredictions.slice(0, 5).join(', ')}${c.missingPredictions.length > 5 ? ', …' : ''}), run with the issue unchanged`
+      : '';
+  const errors =
+    c.predictionErrors.length > 0 ? `; ${c.predictionErrors.length} unusable prediction row(s), first: ${c.predictionErrors[0]}` : '';
+  const what = c.source === 'agent' ? 'files found by the served policy, from' : 'predictions from';
+  return `${c.name}: ${what} ${from}${k}${missing}${errors}.`;
+}
+
+function perInstanceBlocks(plan: DownstreamPlan, rows: readonly DownstreamRunRow[]): ReportBlock[] {
   const byPair = new Map(rows.map((r) => [`${r.configuration}\u0000${r.instanceId}`, r]));
   const names = plan.configurations.map((c) => c.name);
-  blocks.push({ kind: 'heading', text: 'Per instance' });
-  blocks.push({
-    kind: 'table',
-    header: ['Instance', ...names],
-    rows: plan.instances.map((instance) => [
-      instance.instance_id,
-      ...names.map((name) => {
-        const row = byPair.get(`${name}\u0000${instance.instance_id}`);
-        if (!row) return '–';
-        const mark = row.resolved ? 'resolved' : row.outcome;
-        return `${mark}, ${row.rounds} r., ${formatTokens(row.inputTokens + row.outputTokens)} tok.`;
-      }),
-    ]),
-  });
+  return [
+    { kind: 'heading', text: 'Per instance' },
+    {
+      kind: 'table',
+      header: ['Instance', ...names],
+      rows: plan.instances.map((instance) => [
+        instance.instance_id,
+        ...names.map((name) => {
+          const row = byPair.get(`${name}\u0000${instance.instance_id}`);
+          if (!row) return '–';
+          const mark = row.resolved ? 'resolved' : row.outcome;
+          return `${mark}, ${row.rounds} r., ${formatTokens(row.inputTokens + row.outputTokens)} tok.`;
+        }),
+      ]),
+    },
+  ];
+}
 
+/** The runs that failed and the instance rows that could not be read, each list cut at MAX_ERRORS_LISTED. */
+function errorBlocks(plan: DownstreamPlan, rows: readonly DownstreamRunRow[]): ReportBlock[] {
+  const blocks: ReportBlock[] = [];
   const failed = rows.filter((r) => r.error !== null);
   if (failed.length > 0) {
     blocks.push({ kind: 'heading', text: 'Errors' });
