@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -147,5 +149,31 @@ describe('activities built with injected deps', () => {
       pid: onShared.pid,
     });
     expect(isProcessAlive(underEnv.pid, null)).toBe(true);
+  });
+
+  it('the run store is reached at the S3 endpoint of deps.env, not at the one process.env names', async () => {
+    // Two stand-in S3 endpoints that record what reaches them and answer 503: one named by the process's
+    // environment, one by the environment the worker read at start.
+    const heard = { process: 0, deps: 0 };
+    const endpoint = async (which: keyof typeof heard) => {
+      const server = createServer((request, response) => {
+        heard[which] += 1;
+        request.resume();
+        response.writeHead(503).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    };
+    const credentials = { AWS_ACCESS_KEY_ID: 'test-key', AWS_SECRET_ACCESS_KEY: 'test-secret' };
+    for (const [name, value] of Object.entries(credentials)) setProcessEnv(name, value);
+    setProcessEnv('AWS_ENDPOINT_URL_S3', await endpoint('process'));
+    const env = { ...credentials, AWS_ENDPOINT_URL_S3: await endpoint('deps'), AWS_MAX_ATTEMPTS: '1', AWS_S3_FORCE_PATH_STYLE: 'true' };
+    const runDir = path.join(await tempDir('store'), 'run-s');
+
+    const { inspectTrainingRun } = createActivities(activityDeps({ env }));
+    await expect(run(() => inspectTrainingRun({ runDir, runId: 'run-s', store: 's3://codegrep-test/runs' }))).rejects.toThrow();
+    expect(heard.deps).toBeGreaterThan(0);
+    expect(heard.process).toBe(0);
   });
 });

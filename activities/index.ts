@@ -19,11 +19,11 @@ import { planEvaluation } from './evaluation-plan';
 import { makeEvaluateShard } from './evaluation-shard';
 import { summarizeEvaluation } from './evaluation-summary';
 import { makeTrainSegment } from './training';
-import { inspectTrainingRun } from './training-inspect';
-import { writeTrainingReport } from './training-report';
+import { makeInspectTrainingRun } from './training-inspect';
+import { makeWriteTrainingReport } from './training-report';
 import { splitValidation } from './training-validation';
 import { recordValidation } from './training-validation-record';
-import { publishToStore } from './store-publish';
+import { makePublishToStore } from './store-publish';
 import { planRftSampling } from './rft-plan';
 import { makeSampleRftShard } from './rft-sample';
 import { collectRftTrajectories } from './rft-collect';
@@ -53,11 +53,11 @@ export function createActivities(deps: ActivityDeps) {
     evaluateShard: makeEvaluateShard(deps),
     summarizeEvaluation,
     trainSegment: makeTrainSegment(deps),
-    inspectTrainingRun,
-    writeTrainingReport,
+    inspectTrainingRun: makeInspectTrainingRun(deps),
+    writeTrainingReport: makeWriteTrainingReport(deps),
     splitValidation,
     recordValidation,
-    publishToStore, // the run's artifact store (README "Deployment: several machines")
+    publishToStore: makePublishToStore(deps), // the run's artifact store (README "Deployment: several machines")
     planRftSampling, // the RFT warm start (CodeScout §4.1)
     sampleRftShard: makeSampleRftShard(deps),
     collectRftTrajectories,

@@ -12,7 +12,7 @@ import {
   type PolicyServerReady,
   type ServePolicyInput,
 } from '../schemas/policy-server';
-import { configError, type ActivityDeps } from './kit';
+import { configError, openRunStore, type ActivityDeps } from './kit';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -29,7 +29,9 @@ export const POLICY_SERVER_READY_SIGNAL = 'policyServerReady';
  * stays good, and signals again. A worker killed outright stops heartbeating: the retry on the next worker
  * reaps the orphan on the same host.
  */
-export function makeServePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>): (input: ServePolicyInput) => Promise<void> {
+export function makeServePolicy(
+  deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env' | 'store'>,
+): (input: ServePolicyInput) => Promise<void> {
   return (input) => servePolicy(deps, input);
 }
 
@@ -37,7 +39,10 @@ export function makeServePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir
  * `servePolicy` with the worker's deps: the owner is signalled through `deps.client`; with a store it works in
  * `deps.nodeDataDir`; the server runs with the environment the worker read at start (`deps.env`: CUDA, caches).
  */
-async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env'>, rawInput: ServePolicyInput): Promise<void> {
+async function servePolicy(
+  deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | 'env' | 'store'>,
+  rawInput: ServePolicyInput,
+): Promise<void> {
   const input = ServePolicyInputSchema.parse(rawInput);
   const context = Context.current();
   const beat = () => context.heartbeat(current);
@@ -50,7 +55,8 @@ async function servePolicy(deps: Pick<ActivityDeps, 'client' | 'nodeDataDir' | '
     // `best`: the highest validation metric of the run's records (written on the CPU node, in the run's data dir).
     const bestStep = input.bestStep ?? (input.checkpoint === 'best' ? bestValidatedStep(await readValidationRecords(input.runDir)) : null);
     let choice = input.checkpoint;
-    if (input.store) choice = await policyServer.pullServedCheckpoint(input.store, input.runId, runDir, input.checkpoint, bestStep);
+    if (input.store)
+      choice = await policyServer.pullServedCheckpoint(openRunStore(deps, input.store), input.runId, runDir, input.checkpoint, bestStep);
     const checkpoint = await policyServer.resolveServedCheckpoint({ runId: input.runId, runDir }, choice, bestStep);
     const logDir = policyServer.policyServerLogDir(runDir, checkpoint.step);
     const stale = await reapStaleTrainer(policyServer.policyServerFiles(logDir).pidFile, 10_000);

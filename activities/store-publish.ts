@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { publishRunArtifact } from '../lib/store-sync';
+import { openRunStore, type ActivityDeps } from './kit';
 import { ArtifactRefSchema, type ArtifactRef } from '../schemas/artifact-ref';
 import { StoreUriSchema } from '../schemas/store';
 
@@ -17,7 +18,9 @@ export type PublishToStoreInput = z.input<typeof PublishToStoreInputSchema>;
  * with its manifest, and returns the ref with the store's `s3://` (or `file://`) URI, so a node that shares no
  * disk with this one (a GPU node) can read it. Idempotent: an artifact already stored is not uploaded again.
  */
-export async function publishToStore(rawInput: PublishToStoreInput): Promise<ArtifactRef> {
-  const input = PublishToStoreInputSchema.parse(rawInput);
-  return publishRunArtifact(input.store, `${input.runId}/${input.key}`, input.ref);
+export function makePublishToStore(deps: Pick<ActivityDeps, 'store'>): (input: PublishToStoreInput) => Promise<ArtifactRef> {
+  return async (rawInput) => {
+    const input = PublishToStoreInputSchema.parse(rawInput);
+    return publishRunArtifact(openRunStore(deps, input.store), `${input.runId}/${input.key}`, input.ref, deps.store);
+  };
 }

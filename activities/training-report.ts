@@ -4,6 +4,7 @@ import { log } from '@temporalio/activity';
 import { hashConfig, readManifest, refFromManifest, writeBytesAtomically, writeParquetArtifact } from '../lib/artifacts';
 import { trainingPlots, validationPlot } from '../lib/reports/training-plots';
 import { pullTrainingRecords } from '../lib/store-sync';
+import { openRunStore, type ActivityDeps } from './kit';
 import {
   SMOKE_BANNER,
   effectiveRecipeRows,
@@ -26,10 +27,14 @@ import { TRAINING_METRICS_SCHEMA_NAME, TRAINING_METRICS_SCHEMA_VERSION, training
  * a step wins, nothing above the final checkpoint) as `training/metrics.parquet`, the SVG plots of CodeGrep
  * Fig. 2 / Fig. 4 and of the validation curve, and a small HTML + Markdown report under `training/report/`.
  */
-export async function writeTrainingReport(rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
+export function makeWriteTrainingReport(deps: Pick<ActivityDeps, 'store'>): (input: TrainingReportInput) => Promise<TrainingReportOutput> {
+  return (input) => writeTrainingReport(deps, input);
+}
+
+async function writeTrainingReport(deps: Pick<ActivityDeps, 'store'>, rawInput: TrainingReportInput): Promise<TrainingReportOutput> {
   const input = TrainingReportInputSchema.parse(rawInput);
   // With a run store (README "Deployment: several machines") the segments' logs, metrics and recipe come from it (never the checkpoints).
-  if (input.store) await pullTrainingRecords(input.store, input.runId, input.runDir);
+  if (input.store) await pullTrainingRecords(openRunStore(deps, input.store), input.runId, input.runDir);
   const layout = trainingLayout(input.runDir);
   const rows = await runMetricsRows(input.runDir, input.step);
   const missing = missingSteps(rows, input.step);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { ActivityDeps } from '../activities/kit';
+import { storeSettingsFromEnv } from '../lib/artifacts/store';
 import { nodeDataDir } from '../lib/store-sync';
 import { describeToolIsolation, probeNamespace } from '../lib/sandbox/namespace';
 import { temporalConfig } from '../temporal.config';
@@ -43,6 +44,8 @@ export function readActivityDeps(client: Client | null, env: NodeJS.ProcessEnv =
     // CODEGREP_DATA_DIR (lib/store-sync/node-data-dir.ts), the node's own data dir for runs with a store.
     nodeDataDir: nodeDataDir(env),
     env: Object.freeze({ ...env }),
+    // The S3 endpoint and credentials, and this node's cache of stored objects (lib/artifacts/store/settings.ts).
+    store: storeSettingsFromEnv(env),
     // Lines an activity logs after it ended go through the worker's own logger (activities/kit/activity-log.ts).
     logger: Runtime.instance().logger,
   };

@@ -10,6 +10,6 @@ export {
   rethrowPredictorFailure,
   type SelfDescribingError,
 } from './failures';
-export { activityDeps, type ActivityDeps } from './deps';
+export { activityDeps, openRunStore, type ActivityDeps } from './deps';
 export { inputSource } from './input-source';
 export { captureActivityLog, type ActivityLog, type FallbackLogger } from './activity-log';

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { readRows } from '../artifacts';
+import type { StoreSettings } from '../artifacts/store';
 import type { AgentInstance } from '../../schemas/agent';
 import { groundTruthFromColumns, type GoldLineRange } from '../../schemas/ground-truth';
 import { SampleSchema } from '../../schemas/samples';
@@ -125,12 +126,14 @@ export interface LoadEnvSamplesOptions {
    * the row's `worktreePath` names the environment stage's node). Default: the row's `worktreePath`.
    */
   worktreePath?: (row: Record<string, unknown>) => string | null;
+  /** How to reach a store URI's object (a worker's settings, read at its start); default: this process's environment. */
+  storeSettings?: StoreSettings;
 }
 
 /** Reads the environment stage's samples artifact (`environment/samples.parquet`) into trainable samples. */
 export async function loadEnvSamples(path: string, recipe: TrainingRecipe, options: LoadEnvSamplesOptions = {}): Promise<LoadedEnvSamples> {
   const loaded: LoadedEnvSamples = { samples: new Map(), instanceIds: [], skipped: [] };
-  for await (const record of readRows(path)) {
+  for await (const record of readRows(path, options.storeSettings)) {
     if ('error' in record) {
       loaded.skipped.push({ instanceId: null, reason: `row ${record.ordinal}: ${record.error}` });
       continue;

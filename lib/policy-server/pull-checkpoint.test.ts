@@ -32,16 +32,16 @@ describe('a checkpoint served from the run store', () => {
     );
 
     const nodeRunDir = path.join(root, 'node', 'run-s');
-    await expect(pullServedCheckpoint(storeUri, 'run-s', nodeRunDir, 'latest', null)).resolves.toBe(2);
+    await expect(pullServedCheckpoint(store, 'run-s', nodeRunDir, 'latest', null)).resolves.toBe(2);
     const served = await resolveServedCheckpoint({ runId: 'run-s', runDir: nodeRunDir }, 2);
     expect(served.adapterSha256).toBe(createHash('sha256').update('adapter 2').digest('hex'));
     expect(served.baseModel).toBe('/models/tiny');
     expect(existsSync(path.join(nodeRunDir, 'training', 'trainer', 'checkpoints', 'step-00000001'))).toBe(false);
 
-    await expect(pullServedCheckpoint(storeUri, 'run-s', nodeRunDir, 1, null)).resolves.toBe(1);
-    await expect(pullServedCheckpoint(storeUri, 'run-s', nodeRunDir, 7, null)).rejects.toThrow(
+    await expect(pullServedCheckpoint(store, 'run-s', nodeRunDir, 1, null)).resolves.toBe(1);
+    await expect(pullServedCheckpoint(store, 'run-s', nodeRunDir, 7, null)).rejects.toThrow(
       /no checkpoint at step 7 in the store .* \(it has 1, 2\)/,
     );
-    await expect(pullServedCheckpoint(storeUri, 'run-s', nodeRunDir, 'best', null)).rejects.toThrow(/best needs validation metrics/);
+    await expect(pullServedCheckpoint(store, 'run-s', nodeRunDir, 'best', null)).rejects.toThrow(/best needs validation metrics/);
   });
 });

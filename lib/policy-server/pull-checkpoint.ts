@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { openArtifactStore, pullDirectory } from '../artifacts/store';
+import { pullDirectory, type ArtifactStore } from '../artifacts/store';
 import { localTraining, pullTrainingRecords, stepDirName, storedCheckpointSteps, storeTraining } from '../store-sync';
 import { CheckpointChoiceError, type CheckpointChoice } from './served-checkpoint';
 
@@ -11,21 +11,22 @@ import { CheckpointChoiceError, type CheckpointChoice } from './served-checkpoin
  * Returns the step pulled.
  */
 export async function pullServedCheckpoint(
-  storeUri: string,
+  store: ArtifactStore,
   runId: string,
   localRunDir: string,
   choice: CheckpointChoice,
   bestStep: number | null,
 ): Promise<number> {
-  const store = openArtifactStore(storeUri);
   await pullTrainingRecords(store, runId, localRunDir);
   const steps = await storedCheckpointSteps(store, runId);
-  if (steps.length === 0) throw new CheckpointChoiceError(`run ${runId} has no checkpoint in the store ${storeUri}`);
+  if (steps.length === 0) throw new CheckpointChoiceError(`run ${runId} has no checkpoint in the store ${store.root}`);
   const step = choice === 'latest' ? steps.at(-1)! : choice === 'best' ? bestStep : choice;
   if (step === null)
     throw new CheckpointChoiceError(`checkpoint: best needs validation metrics, and run ${runId} has none: choose latest or a step`);
   if (!steps.includes(step))
-    throw new CheckpointChoiceError(`run ${runId} has no checkpoint at step ${step} in the store ${storeUri} (it has ${steps.join(', ')})`);
+    throw new CheckpointChoiceError(
+      `run ${runId} has no checkpoint at step ${step} in the store ${store.root} (it has ${steps.join(', ')})`,
+    );
   const dir = path.join(localTraining(localRunDir).checkpoints, stepDirName(step));
   if (!existsSync(path.join(dir, 'COMPLETE'))) await pullDirectory(store, storeTraining(runId).marker(step), dir);
   return step;

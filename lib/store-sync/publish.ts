@@ -1,7 +1,7 @@
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import { readManifest } from '../artifacts/manifest';
 import { localPathForUri } from '../artifacts/store/local-path';
-import { openArtifactStore, publishArtifact, type ArtifactStore } from '../artifacts/store';
+import { publishArtifact, type ArtifactStore, type StoreSettings } from '../artifacts/store';
 
 /**
  * Puts a finished artifact (its ref, as a stage returned it) into the store at `key` with its manifest, and
@@ -9,13 +9,17 @@ import { openArtifactStore, publishArtifact, type ArtifactStore } from '../artif
  * them). Idempotent: a ref already in the store is returned as is, and an object already stored with the
  * ref's sha256 is not uploaded again.
  */
-export async function publishRunArtifact(storeOrUri: string | ArtifactStore, key: string, ref: ArtifactRef): Promise<ArtifactRef> {
-  const store = typeof storeOrUri === 'string' ? openArtifactStore(storeOrUri) : storeOrUri;
+export async function publishRunArtifact(
+  store: ArtifactStore,
+  key: string,
+  ref: ArtifactRef,
+  settings: StoreSettings,
+): Promise<ArtifactRef> {
   if (store.keyOf(ref.uri) !== null) return ref;
   await store.ready();
   const head = await store.head(key);
   if (head && head.sha256 === ref.sha256 && (await store.head(`${key}.manifest.json`))) return { ...ref, uri: store.uriOf(key) };
-  const local = await localPathForUri(ref.uri);
+  const local = await localPathForUri(ref.uri, settings);
   const read = await readManifest(local);
   if (read.status !== 'ok')
     throw new Error(`publishing ${ref.uri} to ${store.uriOf(key)}: its manifest is ${read.status === 'missing' ? 'missing' : read.reason}`);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ArtifactRef } from '../../schemas/artifact-ref';
 import { writeBytesAtomically } from '../artifacts/atomic-write';
 import { readManifest } from '../artifacts/manifest';
-import { openArtifactStore, publishArtifact, pullDirectory, pushDirectory, type ArtifactStore } from '../artifacts/store';
+import { publishArtifact, pullDirectory, pushDirectory, type ArtifactStore } from '../artifacts/store';
 import { newestFenceEntry, RunLease } from './fencing';
 import { localCheckpoints, localTraining, newestLocalCheckpoint, segmentName, stepDirName, storeTraining } from './layout';
 import { logFilesWithParts, logPartKey, readLogParts } from './log-parts';
@@ -30,7 +30,7 @@ import { checkpointsToDelete, deleteStoredCheckpoint, TRAINER_DEFAULT_KEEP_CHECK
  * - `publishSegmentMetrics()`: the segment's metrics Parquet (and manifest) to the store; returns its s3 ref.
  */
 export interface SegmentMirrorOptions {
-  store: string | ArtifactStore;
+  store: ArtifactStore;
   runId: string;
   /** The node-local run directory this segment works in. */
   localRunDir: string;
@@ -97,10 +97,9 @@ export async function storedSegments(store: ArtifactStore, runId: string): Promi
  * push is still used up, so the next workflow's segment is newer than it and can take the lease.
  */
 export async function inspectStoredRun(
-  storeOrUri: string | ArtifactStore,
+  store: ArtifactStore,
   runId: string,
 ): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
-  const store = typeof storeOrUri === 'string' ? openArtifactStore(storeOrUri) : storeOrUri;
   const steps = await storedCheckpointSteps(store, runId);
   const segments = await storedSegments(store, runId);
   const holder = (await newestFenceEntry(store, runId))?.holder.segment ?? 0;
@@ -173,8 +172,7 @@ async function pullSegmentLogs(
  * (with its manifest) and the trainer's recipe.json, from the store into the local run directory. Never the
  * checkpoints. Returns the number of files downloaded.
  */
-export async function pullTrainingRecords(storeOrUri: string | ArtifactStore, runId: string, localRunDir: string): Promise<number> {
-  const store = typeof storeOrUri === 'string' ? openArtifactStore(storeOrUri) : storeOrUri;
+export async function pullTrainingRecords(store: ArtifactStore, runId: string, localRunDir: string): Promise<number> {
   const keys = storeTraining(runId);
   const local = localTraining(localRunDir);
   let pulled = 0;
@@ -252,7 +250,7 @@ export class SegmentMirror {
   readonly traffic: PushRoundTraffic[] = [];
 
   constructor(private readonly options: SegmentMirrorOptions) {
-    this.store = typeof options.store === 'string' ? openArtifactStore(options.store) : options.store;
+    this.store = options.store;
     this.keys = storeTraining(options.runId);
     this.local = localTraining(options.localRunDir);
   }

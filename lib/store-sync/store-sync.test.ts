@@ -9,6 +9,7 @@ import { hashConfig, readParquetObjects, readRows, writeParquetArtifact } from '
 import {
   fileStoreUri,
   openArtifactStore,
+  storeSettingsFromEnv,
   pullDirectory,
   pushDirectory,
   readDirectoryMarker,
@@ -234,10 +235,22 @@ describe('publishing a run artifact and materializing its worktrees on another n
       inputs: [],
       configHash: hashConfig({ t: 2 }),
     });
-    const published = await publishRunArtifact(fileStoreUri(storeDir), 'run-3/environment/samples.parquet', ref);
+    const published = await publishRunArtifact(
+      openArtifactStore(fileStoreUri(storeDir)),
+      'run-3/environment/samples.parquet',
+      ref,
+      storeSettingsFromEnv({}),
+    );
     expect(published).toEqual({ ...ref, uri: fileStoreUri(path.join(storeDir, 'run-3/environment/samples.parquet')) });
     expect(existsSync(path.join(storeDir, 'run-3/environment/samples.parquet.manifest.json'))).toBe(true);
-    expect(await publishRunArtifact(fileStoreUri(storeDir), 'run-3/environment/samples.parquet', published)).toBe(published);
+    expect(
+      await publishRunArtifact(
+        openArtifactStore(fileStoreUri(storeDir)),
+        'run-3/environment/samples.parquet',
+        published,
+        storeSettingsFromEnv({}),
+      ),
+    ).toBe(published);
     const rows: unknown[] = [];
     for await (const r of readRows(published.uri)) rows.push('row' in r ? r.row : r);
     expect(rows).toEqual([{ instanceId: 'a' }, { instanceId: 'b' }]);
@@ -259,6 +272,7 @@ describe('publishing a run artifact and materializing its worktrees on another n
     const made = await materializeSampleWorktrees(samples, {
       repoSource: { kind: 'mirror-dir', dir: path.join(root, 'mirrors') },
       dataDir,
+      storeSettings: storeSettingsFromEnv({}),
     });
     expect(made.failed).toEqual([]);
     expect(made.results).toHaveLength(2);

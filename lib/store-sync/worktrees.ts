@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { readRows } from '../artifacts';
+import type { StoreSettings } from '../artifacts/store';
 import { materializeAll } from '../worktrees';
 import { HEAD_COMMIT, treeKey, type RepoSource, type WorktreeRequest, type WorktreeResult } from '../../schemas/worktrees';
 
@@ -19,11 +20,11 @@ export interface NodeWorktrees {
  */
 export async function materializeSampleWorktrees(
   samplesUri: string,
-  options: { repoSource: RepoSource; dataDir: string; signal?: AbortSignal; concurrencyAcrossRepos?: number },
+  options: { repoSource: RepoSource; dataDir: string; storeSettings: StoreSettings; signal?: AbortSignal; concurrencyAcrossRepos?: number },
 ): Promise<NodeWorktrees> {
   const requests: WorktreeRequest[] = [];
   const seen = new Set<string>();
-  for await (const record of readRows(samplesUri)) {
+  for await (const record of readRows(samplesUri, options.storeSettings)) {
     if ('error' in record) continue;
     const row = record.row as Record<string, unknown>;
     if (typeof row.repo !== 'string' || typeof row.baseCommit !== 'string' || row.worktreePath === null || row.worktreePath === undefined)

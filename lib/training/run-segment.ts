@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { openArtifactStore, storeSettingsFromEnv, type StoreSettings } from '../artifacts/store';
 import * as storeSync from '../store-sync';
 import type { TrainSegmentResult } from '../../schemas/training/activity-io';
 import type { TrainSegmentInputSchema } from '../../schemas/training/activity-io';
@@ -77,6 +78,7 @@ async function prepareSegment(parsed: SegmentInput, context: SegmentContext) {
         runId: parsed.runId,
         runDir: parsed.runDir,
         nodeDataDir: context.nodeDataDir,
+        storeSettings: storeSettingsFromEnv(context.env),
         segment: parsed.segment,
         attempt: context.attempt,
         startedAt: context.startedAt,
@@ -201,7 +203,12 @@ async function serveEnvironment(input: SegmentInput, storage: SegmentStorage, co
     log.warn(`training: ${worktrees.failed.length} worktrees could not be made on this node`, { first: worktrees.failed.slice(0, 3) });
   }
   const onServerError = (error: unknown, route: string) => log.error('training: environment server error', { route, error: String(error) });
-  const setupInput = { ...input, samplesUri: input.samples.uri, ...(worktrees ? { worktreePath: worktrees.worktreePath } : {}) };
+  const setupInput = {
+    ...input,
+    samplesUri: input.samples.uri,
+    storeSettings: storeSettingsFromEnv(context.env),
+    ...(worktrees ? { worktreePath: worktrees.worktreePath } : {}),
+  };
   const setup = await setUpSegment(setupInput, onServerError);
   const { loaded } = setup;
   if (loaded.skipped.length > 0)
@@ -302,13 +309,16 @@ export async function runTrainingSegment(parsed: SegmentInput, context: SegmentC
   });
 }
 
-/** What a training run left (on this node's disk, or in the run store): where a new workflow continues from. */
-export async function inspectRun(input: {
-  runDir: string;
-  runId?: string;
-  store?: string;
-}): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
-  if (input.store) return storeSync.inspectStoredRun(input.store, input.runId ?? path.basename(input.runDir));
+/**
+ * What a training run left (on this node's disk, or in the run store, reached with `storeSettings`): where a new
+ * workflow continues from.
+ */
+export async function inspectRun(
+  input: { runDir: string; runId?: string; store?: string },
+  storeSettings: StoreSettings,
+): Promise<{ checkpointStep: number | null; checkpoint: string | null; lastSegment: number }> {
+  if (input.store)
+    return storeSync.inspectStoredRun(openArtifactStore(input.store, storeSettings.s3), input.runId ?? path.basename(input.runDir));
   const checkpoint = newestCheckpoint(input.runDir);
   const segments = listSegments(input.runDir);
   return { checkpointStep: checkpoint?.step ?? null, checkpoint: checkpoint?.path ?? null, lastSegment: segments.at(-1) ?? 0 };

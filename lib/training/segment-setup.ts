@@ -43,11 +43,15 @@ export async function setUpSegment(
     training: ResolvedTrainingConfig;
     /** Where each sample's worktree is on this node, when it is not the path the samples name (README "Deployment: several machines"). */
     worktreePath?: LoadEnvSamplesOptions['worktreePath'];
+    storeSettings?: LoadEnvSamplesOptions['storeSettings'];
   },
   onServerError: (error: unknown, route: string) => void,
 ): Promise<SegmentSetup> {
   const t = input.training;
-  const loaded = await loadEnvSamples(input.samplesUri, t.recipe, input.worktreePath ? { worktreePath: input.worktreePath } : {});
+  const loaded = await loadEnvSamples(input.samplesUri, t.recipe, {
+    ...(input.worktreePath ? { worktreePath: input.worktreePath } : {}),
+    ...(input.storeSettings ? { storeSettings: input.storeSettings } : {}),
+  });
   if (loaded.instanceIds.length === 0) {
     const first =
       loaded.skipped

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { SegmentStore } from '../../schemas/store';
+import { openArtifactStore, type StoreSettings } from '../artifacts/store';
 import * as storeSync from '../store-sync';
 import { segmentMetricsPath } from './layout';
 import { writeSegmentMetrics } from './segment-metrics';
@@ -56,6 +57,8 @@ export interface StoreSegmentOptions {
   runDir: string;
   /** This node's data dir (the worker's CODEGREP_DATA_DIR, read once at start); null: the node trains in `runDir`. */
   nodeDataDir: string | null;
+  /** How this node reaches the store and where it caches (the worker's, read once at start). */
+  storeSettings: StoreSettings;
   segment: number;
   attempt: number;
   startedAt: number;
@@ -67,7 +70,7 @@ export interface StoreSegmentOptions {
 /** The run store holds the run's state; this node mirrors it in its own run directory (lib/store-sync). */
 export async function storeSegmentStorage(options: StoreSegmentOptions): Promise<SegmentStorage> {
   const mirror = await storeSync.openSegmentMirror({
-    store: options.store.uri,
+    store: openArtifactStore(options.store.uri, options.storeSettings.s3),
     runId: options.runId,
     segment: options.segment,
     attempt: options.attempt,
@@ -90,6 +93,7 @@ export async function storeSegmentStorage(options: StoreSegmentOptions): Promise
       storeSync.materializeSampleWorktrees(samplesUri, {
         repoSource: options.store.repoSource,
         dataDir: options.nodeDataDir ?? path.dirname(runDir),
+        storeSettings: options.storeSettings,
         signal,
       }),
     // A step line covers its checkpoint: the checkpoint's marker may go up now.
