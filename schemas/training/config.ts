@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SandboxConfigSchema } from '../sandbox';
+import { flagRepeatedInstances } from '../unique-instances';
 
 /**
  * The `training` section of the run config (docs/design.md "Training"; CodeGrep §3.6, App. A.4; CodeScout §3.4).
@@ -63,13 +64,7 @@ export const TrainingValidationSchema = z
     patience: positiveInt.optional(),
   })
   .strict()
-  .superRefine((validation, ctx) => {
-    const seen = new Set<string>();
-    validation.instances.forEach((id, i) => {
-      if (seen.has(id)) ctx.addIssue({ code: 'custom', path: ['instances', i], message: `instance "${id}" is listed twice` });
-      seen.add(id);
-    });
-  });
+  .superRefine((validation, ctx) => flagRepeatedInstances(validation.instances, ctx));
 export type TrainingValidation = z.infer<typeof TrainingValidationSchema>;
 
 const TrainingConfigObject = z
